@@ -1,0 +1,8 @@
+//! The domain of KV Gate: studies, manifests, fixtures, validation, statistics, goodput,
+//! the KV capacity model and the decision table, as plain types and pure functions.
+//!
+//! This crate must not do I/O of any kind: no files, no network, no clock, no database, no async.
+//! Every rule of the product lives here so that a rule change touches this crate only; the
+//! other crates feed it data and store what it returns.
+
+pub mod study;
