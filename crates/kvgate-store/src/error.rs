@@ -1,0 +1,41 @@
+use std::path::PathBuf;
+
+/// A storage failure, naming the file and what was expected.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("cannot open database {path}: {source}")]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: sqlx::Error,
+    },
+    #[error("cannot migrate database {path}: {source}")]
+    Migrate {
+        path: PathBuf,
+        #[source]
+        source: sqlx::migrate::MigrateError,
+    },
+    #[error("{entity} with {field} {value:?} already exists")]
+    Conflict {
+        entity: &'static str,
+        field: &'static str,
+        value: String,
+    },
+    #[error("table {table}, row {row}, column {column}: expected {expected}, found {found:?}")]
+    Corrupt {
+        table: &'static str,
+        row: i64,
+        column: &'static str,
+        expected: &'static str,
+        found: String,
+    },
+    #[error("database error: {0}")]
+    Sqlx(#[from] sqlx::Error),
+}
+
+impl StoreError {
+    /// True when a UNIQUE constraint rejected the write.
+    pub(crate) fn is_unique_violation(err: &sqlx::Error) -> bool {
+        matches!(err, sqlx::Error::Database(db) if db.is_unique_violation())
+    }
+}

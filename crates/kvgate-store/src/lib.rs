@@ -1,0 +1,90 @@
+//! The store: one SQLite file per workspace, opened through sqlx with WAL, foreign keys and a
+//! busy timeout, migrated at open from the plain `.sql` files in `migrations/`.
+//!
+//! It persists and retrieves `kvgate-core` types and enforces integrity in the database itself
+//! (constraints, and later triggers for frozen records and the audit chain). It must not hold
+//! rules of the product beyond integrity, must not parse outside formats, and uses runtime-checked
+//! queries only, so builds never need a database.
+
+mod error;
+mod settings;
+
+mod studies;
+
+pub use error::StoreError;
+pub use settings::Setting;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+
+/// How long a writer waits for another connection's lock before giving up.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+
+/// An open workspace database.
+#[derive(Clone, Debug)]
+pub struct Store {
+    pool: SqlitePool,
+    path: PathBuf,
+}
+
+impl Store {
+    /// Opens (creating if missing) the database file at `path` and applies pending migrations.
+    pub async fn open(path: &Path) -> Result<Store, StoreError> {
+        let options = SqliteConnectOptions::new()
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .foreign_keys(true)
+            .busy_timeout(BUSY_TIMEOUT);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(options)
+            .await
+            .map_err(|source| StoreError::Open {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        MIGRATOR
+            .run(&pool)
+            .await
+            .map_err(|source| StoreError::Migrate {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        Ok(Store {
+            pool,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The database file this store writes to.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The connection pool, for tests and tools that inspect the file directly.
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
+    /// Waits for pending work and closes every connection (checkpointing the WAL).
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+/// The current time as RFC 3339 UTC with millisecond precision, the format of every stored timestamp.
+pub fn now_rfc3339() -> String {
+    let now = time::OffsetDateTime::now_utc();
+    let format = time::macros::format_description!(
+        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+    );
+    now.format(&format).expect("a UTC timestamp always formats")
+}

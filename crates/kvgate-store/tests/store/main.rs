@@ -1,0 +1,15 @@
+//! Store tests against real SQLite files in temporary directories.
+
+mod studies;
+
+use kvgate_store::Store;
+use tempfile::TempDir;
+
+/// A fresh database file in its own temporary directory (removed on drop).
+pub async fn fresh() -> (TempDir, Store) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = Store::open(&dir.path().join("kvgate.sqlite"))
+        .await
+        .expect("open fresh store");
+    (dir, store)
+}
