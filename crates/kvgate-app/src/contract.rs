@@ -1,0 +1,47 @@
+//! The typed contract with the outside: TypeScript bindings for the UI (ts-rs) and JSON Schemas
+//! (schemars), generated from the Rust types so the two can never drift apart unnoticed.
+//!
+//! `write_bindings` and `write_schemas` render everything into a folder; the `contract` test
+//! renders into a temporary folder and compares it with the committed `ui/src/lib/bindings/`
+//! and `schemas/` (set `KVGATE_BLESS=1` to rewrite them instead).
+
+use std::path::Path;
+
+use kvgate_core::study::{NewStudy, Provenance, Study};
+use schemars::JsonSchema;
+use ts_rs::{Config, TS};
+
+use crate::{AppError, AppInfo, ErrorCode};
+
+/// Exports every type the UI exchanges with the shells, with its dependencies, into `dir`.
+pub fn write_bindings(dir: &Path) -> Result<(), String> {
+    let cfg = Config::new().with_out_dir(dir);
+    fn one<T: TS + 'static>(cfg: &Config) -> Result<(), String> {
+        T::export_all(cfg).map_err(|e| format!("exporting {}: {e}", T::ident(cfg)))
+    }
+    one::<AppInfo>(&cfg)?;
+    one::<AppError>(&cfg)?;
+    one::<ErrorCode>(&cfg)?;
+    one::<Study>(&cfg)?;
+    one::<NewStudy>(&cfg)?;
+    one::<Provenance>(&cfg)?;
+    Ok(())
+}
+
+/// Writes the JSON Schema of every file format KV Gate reads or writes into `dir`.
+pub fn write_schemas(dir: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    fn one<T: JsonSchema>(dir: &Path, file: &str) -> Result<(), String> {
+        let schema = schemars::schema_for!(T);
+        let mut text = serde_json_pretty(&schema)?;
+        text.push('\n');
+        let path = dir.join(file);
+        std::fs::write(&path, text).map_err(|e| format!("writing {}: {e}", path.display()))
+    }
+    one::<Study>(dir, "study.schema.json")?;
+    Ok(())
+}
+
+fn serde_json_pretty<T: serde::Serialize>(value: &T) -> Result<String, String> {
+    serde_json::to_string_pretty(value).map_err(|e| e.to_string())
+}

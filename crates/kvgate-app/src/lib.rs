@@ -1,0 +1,86 @@
+//! The service layer: one async function per user action (create a study, list studies, …),
+//! called by both shells, the `kvgate` CLI and the Tauri desktop app, so an action behaves the
+//! same whichever shell triggers it.
+//!
+//! It opens the workspace database, validates input with `kvgate-core`, calls the store and
+//! returns IPC-ready types and errors. It must not print, parse command lines, know about Tauri,
+//! or implement a rule of the product (rules live in `kvgate-core`).
+
+pub mod contract;
+mod error;
+mod location;
+mod studies;
+
+pub use error::{AppError, ErrorCode};
+pub use location::{default_db_path, DbLocation, DATA_DIR_ENV, DB_ENV};
+
+use std::path::PathBuf;
+
+use kvgate_store::Store;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+/// What the shells show about the running workbench.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, JsonSchema)]
+pub struct AppInfo {
+    pub version: String,
+    pub db_path: String,
+    pub db_is_default: bool,
+}
+
+/// An open workbench: the workspace database and where it lives.
+#[derive(Debug, Clone)]
+pub struct App {
+    store: Store,
+    db_path: PathBuf,
+    db_is_default: bool,
+}
+
+impl App {
+    /// Opens the workspace database, creating and migrating it if needed. The default database
+    /// is seeded with the synthetic demo study the first time it is created.
+    pub async fn open(location: DbLocation) -> Result<App, AppError> {
+        let (db_path, db_is_default) = match location {
+            DbLocation::Default => (default_db_path()?, true),
+            DbLocation::Path(path) => (path, false),
+        };
+        if let Some(parent) = db_path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|e| {
+                AppError::storage(format!(
+                    "cannot create the database folder {}: {e}",
+                    parent.display()
+                ))
+            })?;
+        }
+        let store = Store::open(&db_path).await?;
+        let app = App {
+            store,
+            db_path,
+            db_is_default,
+        };
+        if db_is_default {
+            app.seed_demo_once().await?;
+        }
+        Ok(app)
+    }
+
+    /// Version and database location, for the window header and `kvgate --version` style output.
+    pub fn info(&self) -> AppInfo {
+        AppInfo {
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            db_path: self.db_path.display().to_string(),
+            db_is_default: self.db_is_default,
+        }
+    }
+
+    /// The store, for tests and tools that inspect the database directly.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Closes the database cleanly.
+    pub async fn close(&self) {
+        self.store.close().await;
+    }
+}

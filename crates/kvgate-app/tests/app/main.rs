@@ -1,0 +1,4 @@
+//! Service-layer tests against real SQLite files.
+
+mod contract;
+mod studies;

@@ -1,0 +1,70 @@
+//! `kvgate`: the workbench's actions from the command line, for CI pipelines and scripts.
+//! Each subcommand parses its arguments, calls one `kvgate-app` action and prints the result.
+
+mod studies;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use kvgate_app::{App, AppError, DbLocation};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "kvgate",
+    version,
+    about = "KV Gate: decide whether a lower-precision KV cache may go to production, on frozen, paired, hashed evidence"
+)]
+struct Cli {
+    /// Database file to use (default: kvgate.sqlite in the OS data directory, seeded with a synthetic demo study)
+    #[arg(long, global = true, env = "KVGATE_DB", value_name = "PATH")]
+    db: Option<PathBuf>,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Create, list and show studies
+    #[command(subcommand)]
+    Study(studies::StudyCommand),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {}", e.message);
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<(), AppError> {
+    let app = App::open(DbLocation::from_option(cli.db)).await?;
+    let result = match cli.command {
+        Command::Study(cmd) => studies::run(&app, cmd).await,
+    };
+    app.close().await;
+    result
+}
+
+/// Prints a value as pretty JSON on stdout.
+fn print_json<T: serde::Serialize>(value: &T) -> Result<(), AppError> {
+    let text = serde_json::to_string_pretty(value)
+        .map_err(|e| AppError::new(kvgate_app::ErrorCode::Internal, e.to_string()))?;
+    println!("{text}");
+    Ok(())
+}

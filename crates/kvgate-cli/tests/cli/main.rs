@@ -1,0 +1,136 @@
+//! Round trips through the real `kvgate` binary against temporary database files.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn kvgate(db: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kvgate"))
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .env_remove("KVGATE_DB")
+        .output()
+        .expect("run kvgate")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn help_lists_the_subcommands() {
+    let out = Command::new(env!("CARGO_BIN_EXE_kvgate"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = stdout(&out);
+    assert!(text.contains("study"), "{text}");
+    assert!(text.contains("--db"), "{text}");
+
+    let out = Command::new(env!("CARGO_BIN_EXE_kvgate"))
+        .args(["study", "--help"])
+        .output()
+        .unwrap();
+    let text = stdout(&out);
+    for sub in ["create", "list", "show"] {
+        assert!(text.contains(sub), "missing {sub}: {text}");
+    }
+}
+
+#[test]
+fn create_then_list_as_table_and_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("ws.sqlite");
+
+    let out = kvgate(&db, &["study", "list"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "no studies");
+
+    let out = kvgate(
+        &db,
+        &[
+            "study",
+            "create",
+            "FP8 KV chat",
+            "--description",
+            "C1 vs B0",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("created study FP8 KV chat"));
+
+    let out = kvgate(&db, &["study", "list"]);
+    let table = stdout(&out);
+    assert!(
+        table.contains("FP8 KV chat") && table.contains("user"),
+        "{table}"
+    );
+
+    let out = kvgate(&db, &["study", "list", "--json"]);
+    let studies: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(studies.as_array().unwrap().len(), 1);
+    assert_eq!(studies[0]["name"], "FP8 KV chat");
+    assert_eq!(studies[0]["description"], "C1 vs B0");
+    assert_eq!(studies[0]["provenance"], "user");
+
+    let out = kvgate(&db, &["study", "show", "fp8 kv chat", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let shown: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(shown, studies[0]);
+}
+
+#[test]
+fn errors_exit_non_zero_with_a_clear_message_and_change_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("ws.sqlite");
+    assert!(kvgate(&db, &["study", "create", "A"]).status.success());
+
+    let dup = kvgate(&db, &["study", "create", "a"]);
+    assert!(!dup.status.success());
+    assert!(stderr(&dup).contains("already exists"), "{}", stderr(&dup));
+
+    let blank = kvgate(&db, &["study", "create", "  "]);
+    assert!(!blank.status.success());
+    assert!(
+        stderr(&blank).contains("field `name`"),
+        "{}",
+        stderr(&blank)
+    );
+
+    let missing = kvgate(&db, &["study", "show", "nope"]);
+    assert!(!missing.status.success());
+    assert!(
+        stderr(&missing).contains("no study named"),
+        "{}",
+        stderr(&missing)
+    );
+
+    let out = kvgate(&db, &["study", "list", "--json"]);
+    let studies: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(studies.as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn explicit_database_is_not_seeded_but_default_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_kvgate"))
+        .args(["study", "list", "--json"])
+        .env_remove("KVGATE_DB")
+        .env("KVGATE_DATA_DIR", dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let studies: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(studies.as_array().unwrap().len(), 1);
+    assert_eq!(studies[0]["provenance"], "synthetic_demo");
+    assert!(dir.path().join("kvgate.sqlite").exists());
+
+    let explicit = dir.path().join("other.sqlite");
+    let out = kvgate(&explicit, &["study", "list", "--json"]);
+    assert_eq!(stdout(&out).trim(), "[]");
+}
