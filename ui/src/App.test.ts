@@ -1,0 +1,106 @@
+import { fireEvent, render, screen } from '@testing-library/svelte';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { ROUTES } from '$lib/router.svelte';
+
+vi.mock('$lib/ipc', async (importOriginal) => ({
+  ...(await importOriginal<typeof import('$lib/ipc')>()),
+  appInfo: vi.fn(),
+  listStudies: vi.fn(),
+  createStudy: vi.fn(),
+  openStudy: vi.fn(),
+  lastOpenedStudy: vi.fn(),
+}));
+
+import * as ipc from '$lib/ipc';
+import App from './App.svelte';
+
+const ipcMock = vi.mocked(ipc);
+const study = {
+  id: 4,
+  name: 'FP8 KV, Llama 8B',
+  description: '',
+  provenance: 'user' as const,
+  created_at: '2026-03-03T08:00:00Z',
+};
+
+beforeEach(() => {
+  vi.resetAllMocks();
+  ipcMock.appInfo.mockResolvedValue({
+    version: '0.1.0',
+    db_path: '/home/u/.local/share/kvgate/kvgate.db',
+    db_is_default: true,
+  });
+  ipcMock.listStudies.mockResolvedValue([study]);
+  ipcMock.lastOpenedStudy.mockResolvedValue(study);
+});
+
+afterEach(() => {
+  window.location.hash = '';
+});
+
+describe('App shell', () => {
+  it('loads app info, the studies and the last opened study at startup', async () => {
+    render(App);
+    expect((await screen.findByTestId('current-study')).textContent).toBe(study.name);
+    expect(screen.getByTestId('db-path').textContent).toBe('/home/u/.local/share/kvgate/kvgate.db (default)');
+    expect(ipcMock.appInfo).toHaveBeenCalledTimes(1);
+    expect(ipcMock.listStudies).toHaveBeenCalledTimes(1);
+    expect(ipcMock.lastOpenedStudy).toHaveBeenCalledTimes(1);
+    expect(screen.getByTestId('screen-studies')).toBeTruthy();
+  });
+
+  it('shows a non-default database path without the marker and no current study when none was opened', async () => {
+    ipcMock.appInfo.mockResolvedValue({ version: '0.1.0', db_path: '/tmp/t/kv.db', db_is_default: false });
+    ipcMock.lastOpenedStudy.mockResolvedValue(null);
+    render(App);
+    expect((await screen.findByTestId('db-path')).textContent).toBe('/tmp/t/kv.db');
+    expect(screen.queryByTestId('current-study')).toBeNull();
+    expect(screen.getByText('No study open')).toBeTruthy();
+  });
+
+  it('lists the tasks in order and marks the active one', () => {
+    render(App);
+    const links = ROUTES.map((route) => screen.getByTestId(`nav-${route.id}`));
+    expect(links.map((link) => link.textContent?.trim().replace(/\s+/g, ' '))).toEqual([
+      'Studies Alt+1',
+      'Manifests Alt+2',
+      'Policy Alt+3',
+      'Fixtures Alt+4',
+      'Runs Alt+5',
+      'Results Alt+6',
+      'Review Alt+7',
+      'Sign-off Alt+8',
+      'Packet Alt+9',
+    ]);
+    expect(links.every((link) => link.tagName === 'A' && link.getAttribute('href')?.startsWith('#/'))).toBe(true);
+    expect(screen.getByTestId('nav-studies').getAttribute('aria-current')).toBe('page');
+    expect(screen.getByTestId('nav-policy').hasAttribute('aria-current')).toBe(false);
+  });
+
+  it('shows every unbuilt screen as not built when its hash is visited', async () => {
+    render(App);
+    for (const { id, label } of ROUTES.filter((route) => route.id !== 'studies')) {
+      window.location.hash = `#/${id}`;
+      window.dispatchEvent(new HashChangeEvent('hashchange'));
+      const root = await screen.findByTestId(`screen-${id}`);
+      expect(root.querySelector('h1')?.textContent).toBe(label);
+      expect(root.querySelector('[data-testid="not-built"]')?.textContent).toMatch(/^Not built yet\. This screen will /);
+      expect(screen.getByTestId(`nav-${id}`).getAttribute('aria-current')).toBe('page');
+      expect(screen.queryByTestId('screen-studies')).toBeNull();
+    }
+  });
+
+  it('jumps to a task with Alt+digit and moves focus to the content', async () => {
+    render(App);
+    await fireEvent.keyDown(window, { key: '8', code: 'Digit8', altKey: true });
+    expect(await screen.findByTestId('screen-signoff')).toBeTruthy();
+    expect(window.location.hash).toBe('#/signoff');
+    expect(document.activeElement?.id).toBe('main');
+
+    await fireEvent.keyDown(window, { key: '1', code: 'Digit1', altKey: true });
+    expect(await screen.findByTestId('screen-studies')).toBeTruthy();
+
+    await fireEvent.keyDown(window, { key: '3', code: 'Digit3', altKey: true, ctrlKey: true });
+    expect(screen.queryByTestId('screen-policy')).toBeNull();
+  });
+});

@@ -1,0 +1,92 @@
+import { beforeEach, describe, expect, it, vi } from 'vitest';
+
+vi.mock('@tauri-apps/api/core', () => ({ invoke: vi.fn() }));
+
+import { invoke } from '@tauri-apps/api/core';
+import { appInfo, createStudy, lastOpenedStudy, listStudies, openStudy, toAppError } from '$lib/ipc';
+
+const invokeMock = vi.mocked(invoke);
+
+describe('toAppError', () => {
+  it('keeps an AppError from the backend as it is', () => {
+    expect(toAppError({ code: 'conflict', message: 'a study named "x" exists' })).toEqual({
+      code: 'conflict',
+      message: 'a study named "x" exists',
+    });
+  });
+
+  it('drops fields that are not part of AppError', () => {
+    expect(toAppError({ code: 'not_found', message: 'no study 9', extra: 1 })).toEqual({
+      code: 'not_found',
+      message: 'no study 9',
+    });
+  });
+
+  it('turns a string rejection into an internal error carrying the text', () => {
+    expect(toAppError('command open_study not found')).toEqual({
+      code: 'internal',
+      message: 'command open_study not found',
+    });
+  });
+
+  it('turns an Error into an internal error carrying its message', () => {
+    expect(toAppError(new TypeError('window.__TAURI_INTERNALS__ is undefined'))).toEqual({
+      code: 'internal',
+      message: 'window.__TAURI_INTERNALS__ is undefined',
+    });
+  });
+
+  it('treats an unknown code or a non-string message as an unknown shape', () => {
+    expect(toAppError({ code: 'teapot', message: 'short and stout' })).toEqual({
+      code: 'internal',
+      message: '{"code":"teapot","message":"short and stout"}',
+    });
+    expect(toAppError({ code: 'storage', message: 42 })).toEqual({
+      code: 'internal',
+      message: '{"code":"storage","message":42}',
+    });
+  });
+
+  it('describes null and undefined rejections', () => {
+    expect(toAppError(null)).toEqual({ code: 'internal', message: 'null' });
+    expect(toAppError(undefined)).toEqual({ code: 'internal', message: 'undefined' });
+  });
+});
+
+describe('commands', () => {
+  beforeEach(() => invokeMock.mockReset());
+
+  it('calls each command by its Rust name with camelCase argument objects', async () => {
+    invokeMock.mockResolvedValue(null);
+    await appInfo();
+    await listStudies();
+    await createStudy({ name: 'fp8 kv', description: 'C1 vs B0' });
+    await openStudy(7);
+    await lastOpenedStudy();
+
+    expect(invokeMock.mock.calls).toEqual([
+      ['app_info', undefined],
+      ['list_studies', undefined],
+      ['create_study', { input: { name: 'fp8 kv', description: 'C1 vs B0' } }],
+      ['open_study', { id: 7 }],
+      ['last_opened_study', undefined],
+    ]);
+  });
+
+  it('returns what the backend returned', async () => {
+    const study = { id: 3, name: 'a', description: '', provenance: 'user', created_at: '2026-01-01T00:00:00Z' };
+    invokeMock.mockResolvedValue(study);
+    await expect(openStudy(3)).resolves.toBe(study);
+  });
+
+  it('rejects with a normalised AppError', async () => {
+    invokeMock.mockRejectedValueOnce({ code: 'invalid_input', message: 'name must not be empty' });
+    await expect(createStudy({ name: '', description: '' })).rejects.toEqual({
+      code: 'invalid_input',
+      message: 'name must not be empty',
+    });
+
+    invokeMock.mockRejectedValueOnce('unexpected panic');
+    await expect(listStudies()).rejects.toEqual({ code: 'internal', message: 'unexpected panic' });
+  });
+});
