@@ -1,0 +1,4 @@
+//! Tauri commands grouped by user task; each forwards to one `kvgate-app` action.
+
+pub mod app;
+pub mod studies;

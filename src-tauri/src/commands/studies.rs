@@ -1,0 +1,23 @@
+use kvgate_app::{App, AppError};
+use kvgate_core::study::{NewStudy, Study};
+use tauri::State;
+
+#[tauri::command]
+pub async fn list_studies(app: State<'_, App>) -> Result<Vec<Study>, AppError> {
+    app.list_studies().await
+}
+
+#[tauri::command]
+pub async fn create_study(app: State<'_, App>, input: NewStudy) -> Result<Study, AppError> {
+    app.create_study(input).await
+}
+
+#[tauri::command]
+pub async fn open_study(app: State<'_, App>, id: i64) -> Result<Study, AppError> {
+    app.open_study(id).await
+}
+
+#[tauri::command]
+pub async fn last_opened_study(app: State<'_, App>) -> Result<Option<Study>, AppError> {
+    app.last_opened_study().await
+}

@@ -1,0 +1,47 @@
+//! The desktop shell: a Tauri 2 window over `kvgate-app`. Each command is a one-line adapter
+//! that calls one service-layer action; events carry progress to the UI.
+//!
+//! It must not hold rules or queries of its own, must not touch the database except through
+//! `kvgate-app`, and grants the webview only the commands listed in `capabilities/`.
+
+mod commands;
+
+use std::path::PathBuf;
+
+use kvgate_app::{App, DbLocation, DB_ENV};
+use tauri::{Builder, Runtime};
+
+/// Registers the service layer and every command on a builder (the real one or the test mock).
+pub fn build_app<R: Runtime>(builder: Builder<R>, app: App) -> Builder<R> {
+    builder.manage(app).invoke_handler(tauri::generate_handler![
+        commands::app::app_info,
+        commands::studies::list_studies,
+        commands::studies::create_study,
+        commands::studies::open_study,
+        commands::studies::last_opened_study,
+    ])
+}
+
+/// Which database the window opens: `--db PATH` on the command line, else `$KVGATE_DB`, else the default.
+pub fn db_location_from(args: impl IntoIterator<Item = String>) -> DbLocation {
+    let mut args = args.into_iter();
+    let mut from_args = None;
+    while let Some(arg) = args.next() {
+        if arg == "--db" {
+            from_args = args.next().map(PathBuf::from);
+        } else if let Some(path) = arg.strip_prefix("--db=") {
+            from_args = Some(PathBuf::from(path));
+        }
+    }
+    DbLocation::from_option(from_args.or_else(|| std::env::var_os(DB_ENV).map(PathBuf::from)))
+}
+
+/// Opens the workspace database and runs the window until it is closed.
+pub fn run() -> Result<(), String> {
+    let location = db_location_from(std::env::args().skip(1));
+    let app = tauri::async_runtime::block_on(App::open(location))
+        .map_err(|e| format!("cannot open the workspace database: {e}"))?;
+    build_app(tauri::Builder::default(), app)
+        .run(tauri::generate_context!())
+        .map_err(|e| format!("the window failed: {e}"))
+}

@@ -1,0 +1,129 @@
+//! The desktop commands on Tauri's mock runtime: each command is called through the real IPC
+//! path (argument decoding, the app's capabilities, the service layer, a real SQLite file).
+
+use kvgate_app::{App, DbLocation};
+use serde_json::{json, Value};
+use tauri::ipc::{CallbackFn, InvokeBody};
+use tauri::test::{mock_builder, MockRuntime, INVOKE_KEY};
+use tauri::webview::InvokeRequest;
+use tauri::WebviewWindow;
+
+struct Harness {
+    _dir: tempfile::TempDir,
+    _app: tauri::App<MockRuntime>,
+    window: WebviewWindow<MockRuntime>,
+}
+
+/// The real app configuration (window label, capabilities, CSP) on the mock runtime.
+fn harness() -> Harness {
+    let dir = tempfile::tempdir().unwrap();
+    let service =
+        tauri::async_runtime::block_on(App::open(DbLocation::Path(dir.path().join("ws.sqlite"))))
+            .unwrap();
+    let app = kvgate_desktop::build_app(mock_builder(), service)
+        .build(tauri::generate_context!())
+        .unwrap();
+    let window = tauri::WebviewWindowBuilder::new(&app, "main", Default::default())
+        .build()
+        .unwrap();
+    Harness {
+        _dir: dir,
+        _app: app,
+        window,
+    }
+}
+
+fn invoke_as(window: &WebviewWindow<MockRuntime>, cmd: &str, args: Value) -> Result<Value, Value> {
+    tauri::test::get_ipc_response(
+        window,
+        InvokeRequest {
+            cmd: cmd.into(),
+            callback: CallbackFn(0),
+            error: CallbackFn(1),
+            url: "tauri://localhost".parse().unwrap(),
+            body: InvokeBody::Json(args),
+            headers: Default::default(),
+            invoke_key: INVOKE_KEY.to_string(),
+        },
+    )
+    .map(|body| body.deserialize::<Value>().unwrap())
+}
+
+fn invoke(h: &Harness, cmd: &str, args: Value) -> Result<Value, Value> {
+    invoke_as(&h.window, cmd, args)
+}
+
+#[test]
+fn create_list_open_and_last_opened() {
+    let h = harness();
+    assert_eq!(invoke(&h, "list_studies", json!({})), Ok(json!([])));
+    assert_eq!(invoke(&h, "last_opened_study", json!({})), Ok(Value::Null));
+
+    let created = invoke(
+        &h,
+        "create_study",
+        json!({"input": {"name": "FP8 KV chat", "description": "C1 vs B0"}}),
+    )
+    .unwrap();
+    assert_eq!(created["name"], "FP8 KV chat");
+    assert_eq!(created["provenance"], "user");
+
+    let listed = invoke(&h, "list_studies", json!({})).unwrap();
+    assert_eq!(listed, json!([created.clone()]));
+
+    let opened = invoke(&h, "open_study", json!({"id": created["id"]})).unwrap();
+    assert_eq!(opened, created);
+    assert_eq!(invoke(&h, "last_opened_study", json!({})), Ok(created));
+}
+
+#[test]
+fn errors_reach_the_ui_as_code_and_message() {
+    let h = harness();
+    let err = invoke(
+        &h,
+        "create_study",
+        json!({"input": {"name": "  ", "description": ""}}),
+    )
+    .unwrap_err();
+    assert_eq!(err["code"], "invalid_input");
+    assert!(err["message"].as_str().unwrap().contains("`name`"), "{err}");
+
+    let err = invoke(&h, "open_study", json!({"id": 404})).unwrap_err();
+    assert_eq!(err["code"], "not_found");
+
+    // A malformed argument is rejected by the IPC layer before any action runs.
+    let err = invoke(&h, "open_study", json!({"id": "one"})).unwrap_err();
+    assert!(err.to_string().contains("id"), "{err}");
+}
+
+#[test]
+fn app_info_names_the_database() {
+    let h = harness();
+    let info = invoke(&h, "app_info", json!({})).unwrap();
+    assert_eq!(info["db_is_default"], false);
+    assert!(info["db_path"].as_str().unwrap().ends_with("ws.sqlite"));
+    assert_eq!(info["version"], env!("CARGO_PKG_VERSION"));
+}
+
+#[test]
+fn commands_not_granted_to_a_window_are_refused() {
+    let h = harness();
+    // Capabilities grant the commands to the window labelled "main" only.
+    let other = tauri::WebviewWindowBuilder::new(&h._app, "other", Default::default())
+        .build()
+        .unwrap();
+    let err = invoke_as(&other, "list_studies", json!({})).unwrap_err();
+    assert!(err.to_string().contains("not allowed"), "{err}");
+    // An unknown command is refused too.
+    let err = invoke(&h, "shell_execute", json!({})).unwrap_err();
+    assert!(!err.is_null());
+}
+
+#[test]
+fn db_location_prefers_the_command_line() {
+    use std::path::PathBuf;
+    let loc = kvgate_desktop::db_location_from(["--db".to_string(), "/tmp/x.sqlite".to_string()]);
+    assert_eq!(loc, DbLocation::Path(PathBuf::from("/tmp/x.sqlite")));
+    let loc = kvgate_desktop::db_location_from(["--db=/tmp/y.sqlite".to_string()]);
+    assert_eq!(loc, DbLocation::Path(PathBuf::from("/tmp/y.sqlite")));
+}
