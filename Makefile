@@ -1,0 +1,48 @@
+# The two commands of README.md: `make run` and `make test`. Both install what is missing first.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+CARGO ?= cargo
+
+.PHONY: run test setup ui build test-rust test-ui lint e2e bench contract fmt
+
+## Build and open the workbench on the default database (seeded with a synthetic demo study).
+run: build
+	$(CARGO) run -q -p kvgate-desktop
+
+## Run every test: Rust (incl. the Tauri mock-runtime command tests and the drift checks),
+## the UI unit tests, lints and type checks, and the end-to-end journeys in the real window.
+test: setup ui test-rust test-ui lint e2e
+
+setup:
+	@scripts/setup.sh
+
+ui: setup
+	npm run build
+
+build: ui
+	$(CARGO) build -p kvgate-desktop -p kvgate-cli
+
+test-rust: ui
+	$(CARGO) test --workspace
+
+test-ui: setup
+	npm run test:ui
+
+lint: setup
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	npm run check
+
+e2e: build
+	node tests/e2e/run.mjs
+
+## Benchmarks: one table, each benchmark against its named anchor.
+bench: setup
+	$(CARGO) run -q --release -p kvgate-bench
+
+## Regenerate the TypeScript bindings and JSON Schemas from the Rust types.
+contract:
+	KVGATE_BLESS=1 $(CARGO) test -q -p kvgate-app --test app contract
+
+fmt:
+	$(CARGO) fmt --all

@@ -1,0 +1,136 @@
+// A minimal W3C WebDriver client over fetch, enough to drive the app through WebKitWebDriver.
+// Waits are on DOM state, never on fixed sleeps.
+
+const ELEMENT = 'element-6066-11e4-a52e-4f735466cecf';
+
+export class WebDriverError extends Error {}
+
+export class Session {
+  constructor(base, id) {
+    this.base = base;
+    this.id = id;
+  }
+
+  static async create(base, binary, args = []) {
+    const body = {
+      capabilities: {
+        alwaysMatch: {
+          browserName: 'wry',
+          'webkitgtk:browserOptions': { binary, args },
+        },
+      },
+    };
+    const value = await request(base, 'POST', '/session', body);
+    return new Session(base, value.sessionId);
+  }
+
+  cmd(method, path, body) {
+    return request(this.base, method, `/session/${this.id}${path}`, body);
+  }
+
+  async close() {
+    await this.cmd('DELETE', '');
+  }
+
+  async find(css) {
+    const value = await this.cmd('POST', '/element', { using: 'css selector', value: css });
+    return value[ELEMENT];
+  }
+
+  async findAll(css) {
+    const value = await this.cmd('POST', '/elements', { using: 'css selector', value: css });
+    return value.map((v) => v[ELEMENT]);
+  }
+
+  async click(css) {
+    const el = await this.waitFor(css);
+    await this.cmd('POST', `/element/${el}/click`, {});
+  }
+
+  async type(css, text) {
+    const el = await this.waitFor(css);
+    await this.cmd('POST', `/element/${el}/clear`, {});
+    await this.cmd('POST', `/element/${el}/value`, { text });
+  }
+
+  async text(css) {
+    const el = await this.waitFor(css);
+    return this.cmd('GET', `/element/${el}/text`);
+  }
+
+  async texts(css) {
+    const els = await this.findAll(css);
+    return Promise.all(els.map((el) => this.cmd('GET', `/element/${el}/text`)));
+  }
+
+  async attr(css, name) {
+    const el = await this.waitFor(css);
+    return this.cmd('GET', `/element/${el}/attribute/${name}`);
+  }
+
+  async script(source, args = []) {
+    return this.cmd('POST', '/execute/sync', { script: source, args });
+  }
+
+  /** A PNG of the window, taken after the page has painted twice (screenshots can lag the DOM). */
+  async screenshotPng() {
+    await this.cmd('POST', '/execute/async', {
+      script:
+        'const done = arguments[arguments.length - 1];' +
+        'requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(done, 250)));',
+      args: [],
+    });
+    return Buffer.from(await this.cmd('GET', '/screenshot'), 'base64');
+  }
+
+  /** Waits until `css` matches an element (and `predicate(session)` holds, when given). */
+  async waitFor(css, { timeoutMs = 20000, predicate } = {}) {
+    const deadline = Date.now() + timeoutMs;
+    let last;
+    for (;;) {
+      try {
+        const el = await this.find(css);
+        if (!predicate || (await predicate(el))) return el;
+        last = new Error(`predicate not met for ${css}`);
+      } catch (e) {
+        last = e;
+      }
+      if (Date.now() > deadline) {
+        throw new WebDriverError(`timed out after ${timeoutMs} ms waiting for ${css}: ${last?.message}`);
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  /** Waits until the texts of all elements matching `css` satisfy `check(texts)`. */
+  async waitForTexts(css, check, { timeoutMs = 20000 } = {}) {
+    const deadline = Date.now() + timeoutMs;
+    let texts = [];
+    for (;;) {
+      try {
+        texts = await this.texts(css);
+        if (check(texts)) return texts;
+      } catch {
+        // the page may be re-rendering; try again
+      }
+      if (Date.now() > deadline) {
+        throw new WebDriverError(`timed out waiting on ${css}; last texts: ${JSON.stringify(texts)}`);
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
+async function request(base, method, path, body) {
+  const res = await fetch(base + path, {
+    method,
+    headers: { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const json = await res.json().catch(() => ({}));
+  if (!res.ok || (json.value && json.value.error)) {
+    const v = json.value || {};
+    throw new WebDriverError(`${method} ${path}: ${res.status} ${v.error || ''} ${v.message || ''}`.trim());
+  }
+  return json.value;
+}
