@@ -5,4 +5,8 @@
 //! Every rule of the product lives here so that a rule change touches this crate only; the
 //! other crates feed it data and store what it returns.
 
+pub mod canonical;
+pub mod kv_capacity;
+pub mod manifest;
 pub mod study;
+pub mod test_cell;
