@@ -21,6 +21,12 @@ pub enum StoreError {
         field: &'static str,
         value: String,
     },
+    #[error("{entity} {key} not found")]
+    NotFound { entity: &'static str, key: String },
+    #[error(
+        "{entity} {key} is frozen: a frozen record never changes; save the change as a new one"
+    )]
+    Frozen { entity: &'static str, key: String },
     #[error("table {table}, row {row}, column {column}: expected {expected}, found {found:?}")]
     Corrupt {
         table: &'static str,

@@ -7,11 +7,13 @@
 //! queries only, so builds never need a database.
 
 mod error;
+mod manifests;
 mod settings;
 
 mod studies;
 
 pub use error::StoreError;
+pub use manifests::ManifestRecord;
 pub use settings::Setting;
 
 use std::path::{Path, PathBuf};

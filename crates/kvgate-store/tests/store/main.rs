@@ -1,5 +1,6 @@
 //! Store tests against real SQLite files in temporary directories.
 
+mod manifests;
 mod studies;
 
 use kvgate_store::Store;
