@@ -7,10 +7,15 @@
 
 use std::path::Path;
 
+use kvgate_core::kv_capacity::{KvBytesBreakdown, RollbackFit, TokenCapacity};
+use kvgate_core::manifest::{Finding, Manifest, ManifestProblem};
 use kvgate_core::study::{NewStudy, Provenance, Study};
 use schemars::JsonSchema;
 use ts_rs::{Config, TS};
 
+use crate::manifests::{
+    ManifestCapacity, ManifestCheck, ManifestDiff, ManifestVocabulary, StoredManifest,
+};
 use crate::{AppError, AppInfo, ErrorCode};
 
 /// Exports every type the UI exchanges with the shells, with its dependencies, into `dir`.
@@ -25,6 +30,17 @@ pub fn write_bindings(dir: &Path) -> Result<(), String> {
     one::<Study>(&cfg)?;
     one::<NewStudy>(&cfg)?;
     one::<Provenance>(&cfg)?;
+    one::<Manifest>(&cfg)?;
+    one::<ManifestProblem>(&cfg)?;
+    one::<StoredManifest>(&cfg)?;
+    one::<ManifestCheck>(&cfg)?;
+    one::<ManifestVocabulary>(&cfg)?;
+    one::<ManifestDiff>(&cfg)?;
+    one::<Finding>(&cfg)?;
+    one::<ManifestCapacity>(&cfg)?;
+    one::<KvBytesBreakdown>(&cfg)?;
+    one::<TokenCapacity>(&cfg)?;
+    one::<RollbackFit>(&cfg)?;
     Ok(())
 }
 
@@ -39,6 +55,7 @@ pub fn write_schemas(dir: &Path) -> Result<(), String> {
         std::fs::write(&path, text).map_err(|e| format!("writing {}: {e}", path.display()))
     }
     one::<Study>(dir, "study.schema.json")?;
+    one::<Manifest>(dir, "manifest.schema.json")?;
     Ok(())
 }
 

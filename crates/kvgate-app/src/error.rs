@@ -44,7 +44,8 @@ impl AppError {
 impl From<StoreError> for AppError {
     fn from(err: StoreError) -> Self {
         let code = match err {
-            StoreError::Conflict { .. } => ErrorCode::Conflict,
+            StoreError::Conflict { .. } | StoreError::Frozen { .. } => ErrorCode::Conflict,
+            StoreError::NotFound { .. } => ErrorCode::NotFound,
             _ => ErrorCode::Storage,
         };
         AppError::new(code, err.to_string())

@@ -9,6 +9,7 @@
 pub mod contract;
 mod error;
 mod location;
+pub mod manifests;
 mod studies;
 
 pub use error::{AppError, ErrorCode};

@@ -1,4 +1,5 @@
 //! Service-layer tests against real SQLite files.
 
 mod contract;
+mod manifests;
 mod studies;
