@@ -1,6 +1,8 @@
 //! `kvgate`: the workbench's actions from the command line, for CI pipelines and scripts.
 //! Each subcommand parses its arguments, calls one `kvgate-app` action and prints the result.
 
+mod kv_capacity;
+mod manifests;
 mod studies;
 
 use std::path::PathBuf;
@@ -29,6 +31,18 @@ enum Command {
     /// Create, list and show studies
     #[command(subcommand)]
     Study(studies::StudyCommand),
+    /// Validate, hash, freeze, compare and export manifests of deployment bundles
+    #[command(subcommand)]
+    Manifest(manifests::ManifestCommand),
+    /// The KV memory model: payload bytes and the optional terms, token capacity for a budget
+    KvCapacity(kv_capacity::KvCapacityArgs),
+}
+
+/// How a command ended when it did not fail outright.
+pub enum Outcome {
+    Success,
+    /// A verdict that is not an error: e.g. an invalid manifest, a red diff finding.
+    Failure(u8),
 }
 
 fn main() -> ExitCode {
@@ -44,7 +58,8 @@ fn main() -> ExitCode {
         }
     };
     match runtime.block_on(run(cli)) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(Outcome::Success) => ExitCode::SUCCESS,
+        Ok(Outcome::Failure(code)) => ExitCode::from(code),
         Err(e) => {
             eprintln!("error: {}", e.message);
             ExitCode::FAILURE
@@ -52,10 +67,21 @@ fn main() -> ExitCode {
     }
 }
 
-async fn run(cli: Cli) -> Result<(), AppError> {
+async fn run(cli: Cli) -> Result<Outcome, AppError> {
+    // Commands on files alone never open (or create) a database.
+    let command = match cli.command {
+        Command::KvCapacity(args) => return kv_capacity::run(args),
+        Command::Manifest(cmd) => match manifests::run_offline(cmd) {
+            Ok(done) => return done,
+            Err(cmd) => Command::Manifest(cmd),
+        },
+        other => other,
+    };
     let app = App::open(DbLocation::from_option(cli.db)).await?;
-    let result = match cli.command {
-        Command::Study(cmd) => studies::run(&app, cmd).await,
+    let result = match command {
+        Command::Study(cmd) => studies::run(&app, cmd).await.map(|()| Outcome::Success),
+        Command::Manifest(cmd) => manifests::run(&app, cmd).await,
+        Command::KvCapacity(args) => kv_capacity::run(args),
     };
     app.close().await;
     result

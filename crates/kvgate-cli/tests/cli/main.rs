@@ -1,9 +1,11 @@
 //! Round trips through the real `kvgate` binary against temporary database files.
 
+mod manifests;
+
 use std::path::Path;
 use std::process::{Command, Output};
 
-fn kvgate(db: &Path, args: &[&str]) -> Output {
+pub fn kvgate(db: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_kvgate"))
         .arg("--db")
         .arg(db)
@@ -13,11 +15,11 @@ fn kvgate(db: &Path, args: &[&str]) -> Output {
         .expect("run kvgate")
 }
 
-fn stdout(o: &Output) -> String {
+pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-fn stderr(o: &Output) -> String {
+pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
