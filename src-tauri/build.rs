@@ -7,6 +7,15 @@ fn main() {
         "create_study",
         "open_study",
         "last_opened_study",
+        "manifest_vocabulary",
+        "validate_manifest",
+        "list_manifests",
+        "save_manifest_draft",
+        "derive_candidate",
+        "freeze_manifest",
+        "delete_manifest_draft",
+        "diff_manifests",
+        "manifest_capacity",
     ]);
     tauri_build::try_build(tauri_build::Attributes::new().app_manifest(manifest))
         .expect("tauri build script failed");

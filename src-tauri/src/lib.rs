@@ -19,6 +19,15 @@ pub fn build_app<R: Runtime>(builder: Builder<R>, app: App) -> Builder<R> {
         commands::studies::create_study,
         commands::studies::open_study,
         commands::studies::last_opened_study,
+        commands::manifests::manifest_vocabulary,
+        commands::manifests::validate_manifest,
+        commands::manifests::list_manifests,
+        commands::manifests::save_manifest_draft,
+        commands::manifests::derive_candidate,
+        commands::manifests::freeze_manifest,
+        commands::manifests::delete_manifest_draft,
+        commands::manifests::diff_manifests,
+        commands::manifests::manifest_capacity,
     ])
 }
 
