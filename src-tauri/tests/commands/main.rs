@@ -127,3 +127,67 @@ fn db_location_prefers_the_command_line() {
     let loc = kvgate_desktop::db_location_from(["--db=/tmp/y.sqlite".to_string()]);
     assert_eq!(loc, DbLocation::Path(PathBuf::from("/tmp/y.sqlite")));
 }
+
+#[test]
+fn manifest_commands_take_camel_case_arguments() {
+    let h = harness();
+    let study = invoke(
+        &h,
+        "create_study",
+        json!({"input": {"name": "S", "description": ""}}),
+    )
+    .unwrap();
+    let b0 = include_str!("../../../fixtures/manifests/smollm2-135m-cpu-b0.json");
+    let check = invoke(&h, "validate_manifest", json!({"text": b0})).unwrap();
+    assert_eq!(check["problems"], json!([]));
+    let digest = check["digest"].as_str().unwrap().to_owned();
+
+    let saved = invoke(
+        &h,
+        "save_manifest_draft",
+        json!({"studyId": study["id"], "text": b0}),
+    )
+    .unwrap();
+    assert_eq!(saved["status"], "draft");
+    let frozen = invoke(
+        &h,
+        "freeze_manifest",
+        json!({"studyId": study["id"], "cell": "B0", "expectedDigest": digest}),
+    )
+    .unwrap();
+    assert_eq!(frozen["digest"], digest.as_str());
+    let derived = invoke(
+        &h,
+        "derive_candidate",
+        json!({"studyId": study["id"], "fromCell": "B0", "cell": "Q8"}),
+    )
+    .unwrap();
+    assert_eq!(derived["cell"], "Q8");
+    let diff = invoke(
+        &h,
+        "diff_manifests",
+        json!({"studyId": study["id"], "referenceCell": "B0", "candidateCell": "Q8"}),
+    )
+    .unwrap();
+    assert_eq!(diff["red"], 0);
+    let cap = invoke(
+        &h,
+        "manifest_capacity",
+        json!({"studyId": study["id"], "cell": "B0"}),
+    )
+    .unwrap();
+    assert_eq!(cap["per_token"]["total_bytes"], 2 * 30 * 3 * 64 * 2);
+    let vocab = invoke(&h, "manifest_vocabulary", json!({})).unwrap();
+    assert!(vocab["engines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["engine"] == "llama.cpp"));
+    let err = invoke(
+        &h,
+        "delete_manifest_draft",
+        json!({"studyId": study["id"], "cell": "B0"}),
+    )
+    .unwrap_err();
+    assert_eq!(err["code"], "conflict");
+}
