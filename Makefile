@@ -3,7 +3,7 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 CARGO ?= cargo
 
-.PHONY: run test setup ui build test-rust test-ui lint e2e bench contract fmt
+.PHONY: run test setup ui build test-rust test-ui test-llm llm lint e2e bench contract fmt
 
 ## Build and open the workbench on the default database (seeded with a synthetic demo study).
 run: build
@@ -11,7 +11,7 @@ run: build
 
 ## Run every test: Rust (incl. the Tauri mock-runtime command tests and the drift checks),
 ## the UI unit tests, lints and type checks, and the end-to-end journeys in the real window.
-test: setup ui test-rust test-ui lint e2e
+test: setup ui test-rust test-ui lint test-llm e2e
 
 setup:
 	@scripts/setup.sh
@@ -35,6 +35,13 @@ lint: setup
 
 e2e: build
 	node tests/e2e/run.mjs
+
+## The real llama.cpp server (f16 KV = B0 analogue, q8_0 KV = 8-bit candidate stand-in) in .llm/.
+llm:
+	@scripts/llm-setup.sh
+
+test-llm: llm
+	tests/llm/smoke.sh
 
 ## Benchmarks: one table, each benchmark against its named anchor.
 bench: setup
