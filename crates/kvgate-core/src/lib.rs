@@ -6,7 +6,9 @@
 //! other crates feed it data and store what it returns.
 
 pub mod canonical;
+pub mod fixtures;
 pub mod kv_capacity;
 pub mod manifest;
 pub mod study;
 pub mod test_cell;
+pub mod validator;
