@@ -7,12 +7,15 @@
 
 use std::path::Path;
 
+use kvgate_core::fixtures::{CorpusMeta, DisjointReport, FixtureItem};
 use kvgate_core::kv_capacity::{KvBytesBreakdown, RollbackFit, TokenCapacity};
 use kvgate_core::manifest::{Finding, Manifest, ManifestProblem};
 use kvgate_core::study::{NewStudy, Provenance, Study};
+use kvgate_core::validator::Verdict;
 use schemars::JsonSchema;
 use ts_rs::{Config, TS};
 
+use crate::fixtures::{GenerateFixtures, LoadedCorpus};
 use crate::manifests::{
     ManifestCapacity, ManifestCheck, ManifestDiff, ManifestVocabulary, StoredManifest,
 };
@@ -41,6 +44,12 @@ pub fn write_bindings(dir: &Path) -> Result<(), String> {
     one::<KvBytesBreakdown>(&cfg)?;
     one::<TokenCapacity>(&cfg)?;
     one::<RollbackFit>(&cfg)?;
+    one::<FixtureItem>(&cfg)?;
+    one::<CorpusMeta>(&cfg)?;
+    one::<LoadedCorpus>(&cfg)?;
+    one::<GenerateFixtures>(&cfg)?;
+    one::<DisjointReport>(&cfg)?;
+    one::<Verdict>(&cfg)?;
     Ok(())
 }
 
@@ -56,6 +65,9 @@ pub fn write_schemas(dir: &Path) -> Result<(), String> {
     }
     one::<Study>(dir, "study.schema.json")?;
     one::<Manifest>(dir, "manifest.schema.json")?;
+    one::<FixtureItem>(dir, "fixture-item.schema.json")?;
+    one::<CorpusMeta>(dir, "corpus.schema.json")?;
+    one::<Verdict>(dir, "verdict.schema.json")?;
     Ok(())
 }
 

@@ -8,6 +8,7 @@
 
 pub mod contract;
 mod error;
+pub mod fixtures;
 mod location;
 pub mod manifests;
 mod studies;

@@ -1,0 +1,217 @@
+//! User actions on fixture corpora: generate one into a folder, open it (verifying its digest),
+//! prove two corpora disjoint, and validate one response against an item.
+
+use std::path::{Path, PathBuf};
+
+use kvgate_core::fixtures::{
+    check_disjoint, generate_corpus, render_corpus_json, sha256_hex, CorpusMeta, DisjointReport,
+    FixtureItem, FixtureOptions, Preset, Split,
+};
+use kvgate_core::validator::{validate, ExpectedAnswer, ResponseOutcome, ValidatorPolicy, Verdict};
+use kvgate_formats::tokenizer::PinnedTokenizer;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+use crate::{AppError, ErrorCode};
+
+/// The pinned tokenizer (SmolLM2-135M-Instruct), shipped inside the binary so a corpus can
+/// always be generated and re-counted with exactly the file its digest names.
+pub const PINNED_TOKENIZER: &[u8] =
+    include_bytes!("../../../fixtures/tokenizers/smollm2-135m-instruct/tokenizer.json");
+pub const PINNED_TOKENIZER_NAME: &str = "smollm2-135m-instruct/tokenizer.json (pinned)";
+
+pub const ITEMS_FILE: &str = "items.jsonl";
+pub const CORPUS_FILE: &str = "corpus.json";
+
+/// What to generate.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, JsonSchema)]
+#[ts(optional_fields)]
+pub struct GenerateFixtures {
+    #[ts(type = "number")]
+    pub seed: u64,
+    pub preset: Preset,
+    pub split: Split,
+    pub per_stratum: usize,
+    /// A `tokenizer.json` to count with instead of the pinned one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokenizer_path: Option<String>,
+    /// The corpus folder to create; it must not exist yet or be empty.
+    pub out_dir: String,
+}
+
+/// A corpus on disk: its folder, metadata and items, its digest verified.
+#[derive(Debug, Clone, PartialEq, Serialize, TS, JsonSchema)]
+pub struct LoadedCorpus {
+    pub dir: String,
+    pub meta: CorpusMeta,
+    pub items: Vec<FixtureItem>,
+}
+
+fn io_error(path: &Path, what: &str, e: std::io::Error) -> AppError {
+    AppError::new(
+        ErrorCode::Storage,
+        format!("{}: cannot {what}: {e}", path.display()),
+    )
+}
+
+/// Loads the pinned tokenizer, or the one at `path`.
+pub fn load_tokenizer(path: Option<&Path>) -> Result<PinnedTokenizer, AppError> {
+    let (name, bytes) = match path {
+        None => (PINNED_TOKENIZER_NAME.to_owned(), PINNED_TOKENIZER.to_vec()),
+        Some(p) => (
+            p.display().to_string(),
+            std::fs::read(p).map_err(|e| io_error(p, "read the tokenizer", e))?,
+        ),
+    };
+    PinnedTokenizer::from_bytes(&name, &bytes)
+        .map_err(|e| AppError::new(ErrorCode::InvalidInput, e.to_string()))
+}
+
+/// Generates a corpus into a new folder. Written to a temporary sibling and renamed into
+/// place, so a failure or an interruption leaves no half-written corpus.
+pub fn generate_fixtures(req: &GenerateFixtures) -> Result<LoadedCorpus, AppError> {
+    let out = PathBuf::from(&req.out_dir);
+    if out.exists() {
+        let empty = std::fs::read_dir(&out)
+            .map_err(|e| io_error(&out, "read the output folder", e))?
+            .next()
+            .is_none();
+        if !empty {
+            return Err(AppError::new(
+                ErrorCode::Conflict,
+                format!(
+                    "{}: expected a new or empty folder, found existing files; a corpus is never overwritten",
+                    out.display()
+                ),
+            ));
+        }
+    }
+    let tokenizer = load_tokenizer(req.tokenizer_path.as_deref().map(Path::new))?;
+    let options = FixtureOptions {
+        split: req.split,
+        per_stratum: req.per_stratum,
+    };
+    let corpus = generate_corpus(&tokenizer, req.seed, req.preset, &options)
+        .map_err(|e| AppError::new(ErrorCode::InvalidInput, e.to_string()))?;
+
+    let parent = out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent).map_err(|e| io_error(parent, "create the folder", e))?;
+    let staging = tempfile_dir_in(parent)?;
+    let write = |name: &str, bytes: &[u8]| {
+        let path = staging.join(name);
+        std::fs::write(&path, bytes).map_err(|e| io_error(&path, "write", e))
+    };
+    write(ITEMS_FILE, &corpus.items_jsonl())?;
+    write(CORPUS_FILE, &render_corpus_json(&corpus.meta))?;
+    if out.exists() {
+        std::fs::remove_dir(&out).map_err(|e| io_error(&out, "replace the empty folder", e))?;
+    }
+    std::fs::rename(&staging, &out).map_err(|e| {
+        let _ = std::fs::remove_dir_all(&staging);
+        io_error(&out, "move the corpus into place", e)
+    })?;
+    Ok(LoadedCorpus {
+        dir: out.display().to_string(),
+        meta: corpus.meta,
+        items: corpus.items,
+    })
+}
+
+fn tempfile_dir_in(parent: &Path) -> Result<PathBuf, AppError> {
+    for attempt in 0..100u32 {
+        let path = parent.join(format!(".kvgate-corpus-{}-{attempt}", std::process::id()));
+        match std::fs::create_dir(&path) {
+            Ok(()) => return Ok(path),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(io_error(&path, "create a staging folder", e)),
+        }
+    }
+    Err(AppError::new(
+        ErrorCode::Storage,
+        format!("{}: no free staging folder name", parent.display()),
+    ))
+}
+
+/// Opens a corpus folder and checks `items.jsonl` against the digest in `corpus.json`.
+pub fn open_corpus(dir: &Path) -> Result<LoadedCorpus, AppError> {
+    let meta_path = dir.join(CORPUS_FILE);
+    let items_path = dir.join(ITEMS_FILE);
+    let meta_text =
+        std::fs::read_to_string(&meta_path).map_err(|e| io_error(&meta_path, "read", e))?;
+    let meta: CorpusMeta = serde_json::from_str(&meta_text).map_err(|e| {
+        AppError::new(
+            ErrorCode::InvalidInput,
+            format!(
+                "{}, line {} column {}: expected corpus metadata, found: {e}",
+                meta_path.display(),
+                e.line(),
+                e.column()
+            ),
+        )
+    })?;
+    let bytes = std::fs::read(&items_path).map_err(|e| io_error(&items_path, "read", e))?;
+    let found = sha256_hex(&bytes);
+    if found != meta.items_sha256 {
+        return Err(AppError::new(
+            ErrorCode::InvalidInput,
+            format!(
+                "{}: expected sha256 {} (from corpus.json items_sha256), found {found}",
+                items_path.display(),
+                meta.items_sha256
+            ),
+        ));
+    }
+    let text = String::from_utf8(bytes).map_err(|e| {
+        AppError::new(
+            ErrorCode::InvalidInput,
+            format!("{}: expected UTF-8, found: {e}", items_path.display()),
+        )
+    })?;
+    let mut items = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let item: FixtureItem = serde_json::from_str(line).map_err(|e| {
+            AppError::new(
+                ErrorCode::InvalidInput,
+                format!(
+                    "{}, line {}, column {}: expected a fixture item, found: {e}",
+                    items_path.display(),
+                    n + 1,
+                    e.column()
+                ),
+            )
+        })?;
+        items.push(item);
+    }
+    Ok(LoadedCorpus {
+        dir: dir.display().to_string(),
+        meta,
+        items,
+    })
+}
+
+/// Whether two corpora (e.g. calibration and evaluation) share an item or a protected answer.
+pub fn check_corpora(a: &Path, b: &Path) -> Result<DisjointReport, AppError> {
+    let a = open_corpus(a)?;
+    let b = open_corpus(b)?;
+    Ok(check_disjoint(&a.items, &b.items))
+}
+
+/// The validator's verdict on one response text for one item's approved answer.
+pub fn validate_response(
+    expected: &ExpectedAnswer,
+    response: &str,
+    policy: ValidatorPolicy,
+) -> Verdict {
+    let outcome = if response.trim().is_empty() {
+        ResponseOutcome::Empty
+    } else {
+        ResponseOutcome::Completed {
+            text: response.to_owned(),
+        }
+    };
+    validate(expected, &outcome, policy)
+}
