@@ -1,9 +1,11 @@
 //! `kvgate`: the workbench's actions from the command line, for CI pipelines and scripts.
 //! Each subcommand parses its arguments, calls one `kvgate-app` action and prints the result.
 
+mod fixtures;
 mod kv_capacity;
 mod manifests;
 mod studies;
+mod validate;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -36,6 +38,11 @@ enum Command {
     Manifest(manifests::ManifestCommand),
     /// The KV memory model: payload bytes and the optional terms, token capacity for a budget
     KvCapacity(kv_capacity::KvCapacityArgs),
+    /// Generate, show and cross-check paired quality fixture corpora (synthetic)
+    #[command(subcommand)]
+    Fixtures(fixtures::FixturesCommand),
+    /// Validate one response against one fixture item's approved answer
+    Validate(validate::ValidateArgs),
 }
 
 /// How a command ended when it did not fail outright.
@@ -71,6 +78,8 @@ async fn run(cli: Cli) -> Result<Outcome, AppError> {
     // Commands on files alone never open (or create) a database.
     let command = match cli.command {
         Command::KvCapacity(args) => return kv_capacity::run(args),
+        Command::Fixtures(cmd) => return fixtures::run(cmd),
+        Command::Validate(args) => return validate::run(args),
         Command::Manifest(cmd) => match manifests::run_offline(cmd) {
             Ok(done) => return done,
             Err(cmd) => Command::Manifest(cmd),
@@ -82,6 +91,8 @@ async fn run(cli: Cli) -> Result<Outcome, AppError> {
         Command::Study(cmd) => studies::run(&app, cmd).await.map(|()| Outcome::Success),
         Command::Manifest(cmd) => manifests::run(&app, cmd).await,
         Command::KvCapacity(args) => kv_capacity::run(args),
+        Command::Fixtures(cmd) => fixtures::run(cmd),
+        Command::Validate(args) => validate::run(args),
     };
     app.close().await;
     result

@@ -1,5 +1,6 @@
 //! Round trips through the real `kvgate` binary against temporary database files.
 
+mod fixtures;
 mod manifests;
 
 use std::path::Path;

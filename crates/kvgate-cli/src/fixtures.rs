@@ -1,0 +1,136 @@
+use std::path::PathBuf;
+
+use clap::{Subcommand, ValueEnum};
+use kvgate_app::fixtures::{check_corpora, generate_fixtures, open_corpus, GenerateFixtures};
+use kvgate_app::AppError;
+use kvgate_core::fixtures::{Preset, Split};
+
+use crate::{print_json, Outcome};
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum PresetArg {
+    #[value(name = "test-2k")]
+    Test2k,
+    #[value(name = "4k")]
+    Context4k,
+    #[value(name = "32k")]
+    Context32k,
+    #[value(name = "128k")]
+    Context128k,
+}
+
+impl From<PresetArg> for Preset {
+    fn from(p: PresetArg) -> Preset {
+        match p {
+            PresetArg::Test2k => Preset::Test2k,
+            PresetArg::Context4k => Preset::Context4k,
+            PresetArg::Context32k => Preset::Context32k,
+            PresetArg::Context128k => Preset::Context128k,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum SplitArg {
+    Calibration,
+    Evaluation,
+}
+
+impl From<SplitArg> for Split {
+    fn from(s: SplitArg) -> Split {
+        match s {
+            SplitArg::Calibration => Split::Calibration,
+            SplitArg::Evaluation => Split::Evaluation,
+        }
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum FixturesCommand {
+    /// Generate a synthetic, stratified corpus (items.jsonl + corpus.json) into a new folder
+    Generate {
+        /// Seed of the generator: the same seed gives a byte-identical corpus
+        #[arg(long)]
+        seed: u64,
+        /// Length-class bounds (tokens of the rendered prompt)
+        #[arg(long, value_enum)]
+        preset: PresetArg,
+        /// tokenizer.json to count tokens with (default: the pinned SmolLM2-135M-Instruct tokenizer)
+        #[arg(long)]
+        tokenizer: Option<PathBuf>,
+        /// Folder to create (must not exist or be empty)
+        #[arg(long)]
+        out: PathBuf,
+        /// Items per cell (language × length class × position × task type)
+        #[arg(long, default_value_t = 1)]
+        per_stratum: usize,
+        #[arg(long, value_enum, default_value = "evaluation")]
+        split: SplitArg,
+    },
+    /// Show a corpus's metadata after checking items.jsonl against its digest
+    Show {
+        dir: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Prove two corpora (e.g. calibration and evaluation) share no item and no protected answer;
+    /// exits 1 when they do
+    Check { a: PathBuf, b: PathBuf },
+}
+
+pub fn run(cmd: FixturesCommand) -> Result<Outcome, AppError> {
+    match cmd {
+        FixturesCommand::Generate {
+            seed,
+            preset,
+            tokenizer,
+            out,
+            per_stratum,
+            split,
+        } => {
+            let corpus = generate_fixtures(&GenerateFixtures {
+                seed,
+                preset: preset.into(),
+                split: split.into(),
+                per_stratum,
+                tokenizer_path: tokenizer.map(|p| p.display().to_string()),
+                out_dir: out.display().to_string(),
+            })?;
+            println!(
+                "generated {} synthetic items into {} (items.jsonl sha256 {}, tokenizer sha256 {})",
+                corpus.meta.item_count,
+                corpus.dir,
+                corpus.meta.items_sha256,
+                corpus.meta.tokenizer_sha256
+            );
+            Ok(Outcome::Success)
+        }
+        FixturesCommand::Show { dir, json } => {
+            let corpus = open_corpus(&dir)?;
+            if json {
+                print_json(&corpus.meta)?;
+            } else {
+                let m = &corpus.meta;
+                println!("corpus {} (synthetic)", corpus.dir);
+                println!("items         {}", m.item_count);
+                println!("seed          {}", m.seed);
+                println!("items sha256  {} (verified)", m.items_sha256);
+                println!("tokenizer     {}", m.tokenizer_sha256);
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&m.counts).unwrap_or_default()
+                );
+            }
+            Ok(Outcome::Success)
+        }
+        FixturesCommand::Check { a, b } => {
+            let report = check_corpora(&a, &b)?;
+            print_json(&report)?;
+            Ok(if report.is_disjoint() {
+                Outcome::Success
+            } else {
+                Outcome::Failure(1)
+            })
+        }
+    }
+}

@@ -1,0 +1,157 @@
+use std::process::{Command, Output};
+
+use crate::{stderr, stdout};
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kvgate"))
+        .args(args)
+        .env_remove("KVGATE_DB")
+        .output()
+        .unwrap()
+}
+
+fn generate(dir: &std::path::Path, name: &str, seed: &str, split: &str) -> std::path::PathBuf {
+    let out = dir.join(name);
+    let o = run(&[
+        "fixtures",
+        "generate",
+        "--seed",
+        seed,
+        "--preset",
+        "test-2k",
+        "--out",
+        out.to_str().unwrap(),
+        "--split",
+        split,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    out
+}
+
+#[test]
+fn same_seed_same_bytes_and_splits_are_disjoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = generate(dir.path(), "a", "5", "evaluation");
+    let b = generate(dir.path(), "b", "5", "evaluation");
+    let c = generate(dir.path(), "c", "5", "calibration");
+    let bytes = |p: &std::path::Path| std::fs::read(p.join("items.jsonl")).unwrap();
+    assert_eq!(bytes(&a), bytes(&b));
+    assert_eq!(
+        std::fs::read(a.join("corpus.json")).unwrap(),
+        std::fs::read(b.join("corpus.json")).unwrap()
+    );
+
+    let meta: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(a.join("corpus.json")).unwrap()).unwrap();
+    assert_eq!(meta["synthetic"], true);
+    assert_eq!(
+        meta["tokenizer_sha256"],
+        "32082c3cd8e6c6069cbd90b292f26f723aa7361e490f51c58bb33fa916635262"
+    );
+    assert_eq!(meta["item_count"], 72);
+
+    let disjoint = run(&[
+        "fixtures",
+        "check",
+        a.to_str().unwrap(),
+        c.to_str().unwrap(),
+    ]);
+    assert!(disjoint.status.success(), "{}", stdout(&disjoint));
+    let same = run(&[
+        "fixtures",
+        "check",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+    ]);
+    assert_eq!(same.status.code(), Some(1));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&same)).unwrap();
+    assert_eq!(report["shared_items"].as_array().unwrap().len(), 72);
+}
+
+#[test]
+fn a_corpus_is_never_overwritten_and_tampering_is_caught() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = generate(dir.path(), "a", "9", "evaluation");
+    let before = std::fs::read(a.join("items.jsonl")).unwrap();
+    let o = run(&[
+        "fixtures",
+        "generate",
+        "--seed",
+        "10",
+        "--preset",
+        "test-2k",
+        "--out",
+        a.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("never overwritten"), "{}", stderr(&o));
+    assert_eq!(std::fs::read(a.join("items.jsonl")).unwrap(), before);
+
+    let shown = run(&["fixtures", "show", a.to_str().unwrap()]);
+    assert!(shown.status.success(), "{}", stderr(&shown));
+    let mut tampered = before.clone();
+    let pos = tampered.iter().position(|&b| b == b'5').unwrap();
+    tampered[pos] = b'6';
+    std::fs::write(a.join("items.jsonl"), tampered).unwrap();
+    let o = run(&["fixtures", "show", a.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("items.jsonl: expected sha256"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn validate_prints_a_verdict_for_every_response() {
+    let dir = tempfile::tempdir().unwrap();
+    let item = dir.path().join("item.json");
+    std::fs::write(
+        &item,
+        r#"{"expected": {"asset": "AX-104", "revision": "B", "nominal_torque": 12.5, "unit": "N.m"}}"#,
+    )
+    .unwrap();
+    let verdict = |response: &str, extra: &[&str]| {
+        let path = dir.path().join("response.txt");
+        std::fs::write(&path, response).unwrap();
+        let mut args = vec!["validate", "--item", item.to_str().unwrap(), "--response"];
+        args.push(path.to_str().unwrap());
+        args.extend_from_slice(extra);
+        let o = run(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        serde_json::from_str::<serde_json::Value>(&stdout(&o)).unwrap()
+    };
+    let ok = verdict(
+        r#" {"asset": "AX-104", "revision": "B", "nominal_torque": 12.50, "unit": "N.m"} "#,
+        &[],
+    );
+    assert_eq!(ok["accepted"], true);
+    let ten = verdict(
+        r#"{"asset": "AX-104", "revision": "B", "nominal_torque": 125, "unit": "N.m"}"#,
+        &[],
+    );
+    assert_eq!(ten["accepted"], false);
+    assert_eq!(ten["reasons"], serde_json::json!(["factor_of_ten"]));
+    let fenced = "```json\n{\"asset\": \"AX-104\", \"revision\": \"B\", \"nominal_torque\": 12.5, \"unit\": \"N.m\"}\n```";
+    assert_eq!(verdict(fenced, &[])["accepted"], false);
+    let allowed = verdict(fenced, &["--allow-fence"]);
+    assert_eq!(allowed["accepted"], true);
+    assert_eq!(allowed["fenced"], true);
+    let empty = verdict("", &[]);
+    assert_eq!(empty["accepted"], false);
+
+    std::fs::write(&item, r#"{"id": "x"}"#).unwrap();
+    let o = run(&[
+        "validate",
+        "--item",
+        item.to_str().unwrap(),
+        "--response",
+        dir.path().join("response.txt").to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("expected a field `expected`"),
+        "{}",
+        stderr(&o)
+    );
+}
