@@ -127,6 +127,30 @@ if [ -s "$dir/f16.text" ] && [ -s "$dir/q8_0.text" ]; then
   else echo "  f16 and q8_0 outputs differ (expected with an 8-bit KV cache)"; fi
 fi
 
+tokens_ok() { # tokens_ok: every token_count of a generated corpus equals the server's /tokenize count
+  [ -n "${url[f16]:-}" ] || return 1
+  ${KVGATE_BIN:-cargo run -q -p kvgate-cli --} fixtures generate --seed 11 --preset test-2k \
+    --out "$dir/corpus" >/dev/null || return 1
+  "$PY" - "${url[f16]}" "$dir/corpus/items.jsonl" <<'EOF'
+import json, sys, urllib.request
+url, path = sys.argv[1:]
+direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+items = [json.loads(line) for line in open(path, encoding="utf-8")]
+bad = []
+for item in items:
+    body = {"content": item["prompt_text"], "add_special": False, "parse_special": True}
+    req = urllib.request.Request(url + "/tokenize", json.dumps(body).encode(),
+                                 {"Content-Type": "application/json"})
+    with direct.open(req, timeout=30) as r:
+        n = len(json.load(r)["tokens"])
+    if n != item["token_count"]:
+        bad.append((item["id"], item["token_count"], n))
+print(f"  {len(items)} items, token_count vs llama.cpp /tokenize: {len(bad)} mismatches {bad[:3]}")
+assert not bad
+EOF
+}
+check "corpus token counts equal llama.cpp's own tokenizer" tokens_ok
+
 for kv in f16 q8_0; do
   stop_server "$kv"
   check "$kv server exits 0 on SIGTERM (rc=$stop_rc)" test "$stop_rc" = 0
