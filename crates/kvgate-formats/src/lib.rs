@@ -10,5 +10,3 @@
 pub const PARSER_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 pub mod tokenizer;
-
-pub mod tokenizer;
