@@ -102,8 +102,11 @@ pub struct ManifestDiff {
 #[ts(optional_fields)]
 pub struct ManifestCapacity {
     pub cell: String,
-    /// Bytes of one retained position across all layers, term by term.
+    /// Bytes of one retained position across all layers, term by term (no block rounding:
+    /// that depends on how positions split into sequences, see `full_context_sequence`).
     pub per_token: KvBytesBreakdown,
+    /// One sequence at the manifest's context limit, block rounding included.
+    pub full_context_sequence: KvBytesBreakdown,
     /// Positions the manifest's fixed KV budget holds; absent without `kv_cache_memory_bytes`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<TokenCapacity>,
@@ -228,7 +231,13 @@ pub fn capacity_of(manifest: &Manifest) -> Result<ManifestCapacity, AppError> {
         )
     };
     let shape = shape_for_manifest(manifest).map_err(invalid)?;
-    let per_token = kv_bytes(&shape, &[1]).map_err(invalid)?;
+    let unblocked = kvgate_core::kv_capacity::KvShape {
+        block_size: None,
+        ..shape.clone()
+    };
+    let per_token = kv_bytes(&unblocked, &[1]).map_err(invalid)?;
+    let full_context_sequence =
+        kv_bytes(&shape, &[u64::from(manifest.context_limit)]).map_err(invalid)?;
     let capacity = match manifest
         .memory_budget
         .as_ref()
@@ -240,6 +249,7 @@ pub fn capacity_of(manifest: &Manifest) -> Result<ManifestCapacity, AppError> {
     Ok(ManifestCapacity {
         cell: manifest.cell.clone(),
         per_token,
+        full_context_sequence,
         capacity,
         caveat: NOT_FOR_LATENT_OR_HYBRID.to_owned(),
     })

@@ -173,6 +173,15 @@ async fn capacity_beside_a_manifest() {
     let cap = app.manifest_capacity(sid, &stored[0].cell).await.unwrap();
     // q8_0: 34 bytes per 32 elements; 2 × 30 layers × 3 heads × 64 dims per position.
     assert_eq!(cap.per_token.total_bytes, 2 * 30 * 3 * 64 * 34 / 32);
+    // The full 2,048-cell cache: 23.91 MiB, as llama.cpp's startup log reports for q8_0.
+    assert_eq!(cap.full_context_sequence.total_bytes, 25_067_520);
+    assert_eq!(
+        format!(
+            "{:.2}",
+            cap.full_context_sequence.total_bytes as f64 / 1048576.0
+        ),
+        "23.91"
+    );
     assert!(cap.caveat.contains("latent-attention"));
 }
 

@@ -7,9 +7,14 @@ import type { TokenCapacity } from "./TokenCapacity";
  */
 export type ManifestCapacity = { cell: string, 
 /**
- * Bytes of one retained position across all layers, term by term.
+ * Bytes of one retained position across all layers, term by term (no block rounding:
+ * that depends on how positions split into sequences, see `full_context_sequence`).
  */
 per_token: KvBytesBreakdown, 
+/**
+ * One sequence at the manifest's context limit, block rounding included.
+ */
+full_context_sequence: KvBytesBreakdown, 
 /**
  * Positions the manifest's fixed KV budget holds; absent without `kv_cache_memory_bytes`.
  */
