@@ -9,12 +9,17 @@ vi.mock('$lib/ipc', async (importOriginal) => ({
   createStudy: vi.fn(),
   openStudy: vi.fn(),
   lastOpenedStudy: vi.fn(),
+  manifestVocabulary: vi.fn(),
+  listManifests: vi.fn(),
+  validateManifest: vi.fn(),
+  manifestCapacity: vi.fn(),
 }));
 
 import * as ipc from '$lib/ipc';
 import App from './App.svelte';
 
 const ipcMock = vi.mocked(ipc);
+const BUILT: readonly string[] = ['studies', 'manifests'];
 const study = {
   id: 4,
   name: 'FP8 KV, Llama 8B',
@@ -32,6 +37,13 @@ beforeEach(() => {
   });
   ipcMock.listStudies.mockResolvedValue([study]);
   ipcMock.lastOpenedStudy.mockResolvedValue(study);
+  ipcMock.manifestVocabulary.mockResolvedValue({
+    engines: [],
+    decision_table: [],
+    kv_capacity_caveat: '',
+    coupling_warning: '',
+  });
+  ipcMock.listManifests.mockResolvedValue([]);
 });
 
 afterEach(() => {
@@ -79,7 +91,7 @@ describe('App shell', () => {
 
   it('shows every unbuilt screen as not built when its hash is visited', async () => {
     render(App);
-    for (const { id, label } of ROUTES.filter((route) => route.id !== 'studies')) {
+    for (const { id, label } of ROUTES.filter((route) => !BUILT.includes(route.id))) {
       window.location.hash = `#/${id}`;
       window.dispatchEvent(new HashChangeEvent('hashchange'));
       const root = await screen.findByTestId(`screen-${id}`);
@@ -88,6 +100,16 @@ describe('App shell', () => {
       expect(screen.getByTestId(`nav-${id}`).getAttribute('aria-current')).toBe('page');
       expect(screen.queryByTestId('screen-studies')).toBeNull();
     }
+  });
+
+  it('opens the manifests of the current study on the Manifests screen', async () => {
+    render(App);
+    window.location.hash = '#/manifests';
+    window.dispatchEvent(new HashChangeEvent('hashchange'));
+    const root = await screen.findByTestId('screen-manifests');
+    expect(root.querySelector('[data-testid="not-built"]')).toBeNull();
+    expect(await screen.findByTestId('manifests-empty')).toBeTruthy();
+    expect(ipcMock.listManifests).toHaveBeenCalledWith(study.id);
   });
 
   it('jumps to a task with Alt+digit and moves focus to the content', async () => {

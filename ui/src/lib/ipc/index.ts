@@ -1,7 +1,12 @@
 // The only module that talks to Tauri: every other file imports from here, never from @tauri-apps/*.
 import { invoke, type InvokeArgs } from '@tauri-apps/api/core';
 import type { AppInfo } from '$lib/bindings/AppInfo';
+import type { ManifestCapacity } from '$lib/bindings/ManifestCapacity';
+import type { ManifestCheck } from '$lib/bindings/ManifestCheck';
+import type { ManifestDiff } from '$lib/bindings/ManifestDiff';
+import type { ManifestVocabulary } from '$lib/bindings/ManifestVocabulary';
 import type { NewStudy } from '$lib/bindings/NewStudy';
+import type { StoredManifest } from '$lib/bindings/StoredManifest';
 import type { Study } from '$lib/bindings/Study';
 import { toAppError } from './errors';
 
@@ -25,3 +30,31 @@ export const createStudy = (input: NewStudy): Promise<Study> => call('create_stu
 export const openStudy = (id: number): Promise<Study> => call('open_study', { id });
 
 export const lastOpenedStudy = (): Promise<Study | null> => call('last_opened_study');
+
+/** Engines with their KV dtypes, the seed's decision table, and the caveats shown verbatim. */
+export const manifestVocabulary = (): Promise<ManifestVocabulary> => call('manifest_vocabulary');
+
+/** Every problem with a manifest text; the digest only when it has none. */
+export const validateManifest = (text: string): Promise<ManifestCheck> => call('validate_manifest', { text });
+
+export const listManifests = (studyId: number): Promise<StoredManifest[]> => call('list_manifests', { studyId });
+
+/** Stores the text as the draft of the cell it names (created or replaced). */
+export const saveManifestDraft = (studyId: number, text: string): Promise<StoredManifest> =>
+  call('save_manifest_draft', { studyId, text });
+
+export const deriveCandidate = (studyId: number, fromCell: string, cell: string): Promise<StoredManifest> =>
+  call('derive_candidate', { studyId, fromCell, cell });
+
+/** Refused unless the stored draft still has `expectedDigest`: what was confirmed is what is frozen. */
+export const freezeManifest = (studyId: number, cell: string, expectedDigest: string): Promise<StoredManifest> =>
+  call('freeze_manifest', { studyId, cell, expectedDigest });
+
+export const deleteManifestDraft = (studyId: number, cell: string): Promise<null> =>
+  call('delete_manifest_draft', { studyId, cell });
+
+export const diffManifests = (studyId: number, referenceCell: string, candidateCell: string): Promise<ManifestDiff> =>
+  call('diff_manifests', { studyId, referenceCell, candidateCell });
+
+export const manifestCapacity = (studyId: number, cell: string): Promise<ManifestCapacity> =>
+  call('manifest_capacity', { studyId, cell });

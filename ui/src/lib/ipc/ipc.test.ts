@@ -3,7 +3,23 @@ import { beforeEach, describe, expect, it, vi } from 'vitest';
 vi.mock('@tauri-apps/api/core', () => ({ invoke: vi.fn() }));
 
 import { invoke } from '@tauri-apps/api/core';
-import { appInfo, createStudy, lastOpenedStudy, listStudies, openStudy, toAppError } from '$lib/ipc';
+import {
+  appInfo,
+  createStudy,
+  deleteManifestDraft,
+  deriveCandidate,
+  diffManifests,
+  freezeManifest,
+  lastOpenedStudy,
+  listManifests,
+  listStudies,
+  manifestCapacity,
+  manifestVocabulary,
+  openStudy,
+  saveManifestDraft,
+  toAppError,
+  validateManifest,
+} from '$lib/ipc';
 
 const invokeMock = vi.mocked(invoke);
 
@@ -70,6 +86,31 @@ describe('commands', () => {
       ['create_study', { input: { name: 'fp8 kv', description: 'C1 vs B0' } }],
       ['open_study', { id: 7 }],
       ['last_opened_study', undefined],
+    ]);
+  });
+
+  it('calls the manifest commands with the argument names the Rust commands take', async () => {
+    invokeMock.mockResolvedValue(null);
+    await manifestVocabulary();
+    await validateManifest('{"cell":"B0"}');
+    await listManifests(3);
+    await saveManifestDraft(3, '{"cell":"B0"}');
+    await deriveCandidate(3, 'B0', 'C1');
+    await freezeManifest(3, 'C1', 'ab'.repeat(32));
+    await deleteManifestDraft(3, 'C1');
+    await diffManifests(3, 'B0', 'C1');
+    await manifestCapacity(3, 'C1');
+
+    expect(invokeMock.mock.calls).toEqual([
+      ['manifest_vocabulary', undefined],
+      ['validate_manifest', { text: '{"cell":"B0"}' }],
+      ['list_manifests', { studyId: 3 }],
+      ['save_manifest_draft', { studyId: 3, text: '{"cell":"B0"}' }],
+      ['derive_candidate', { studyId: 3, fromCell: 'B0', cell: 'C1' }],
+      ['freeze_manifest', { studyId: 3, cell: 'C1', expectedDigest: 'ab'.repeat(32) }],
+      ['delete_manifest_draft', { studyId: 3, cell: 'C1' }],
+      ['diff_manifests', { studyId: 3, referenceCell: 'B0', candidateCell: 'C1' }],
+      ['manifest_capacity', { studyId: 3, cell: 'C1' }],
     ]);
   });
 
