@@ -16,6 +16,9 @@ fn main() {
         "delete_manifest_draft",
         "diff_manifests",
         "manifest_capacity",
+        "generate_fixtures",
+        "open_corpus",
+        "check_corpora",
     ]);
     tauri_build::try_build(tauri_build::Attributes::new().app_manifest(manifest))
         .expect("tauri build script failed");

@@ -28,6 +28,9 @@ pub fn build_app<R: Runtime>(builder: Builder<R>, app: App) -> Builder<R> {
         commands::manifests::delete_manifest_draft,
         commands::manifests::diff_manifests,
         commands::manifests::manifest_capacity,
+        commands::fixtures::generate_fixtures,
+        commands::fixtures::open_corpus,
+        commands::fixtures::check_corpora,
     ])
 }
 

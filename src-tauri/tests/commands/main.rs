@@ -191,3 +191,35 @@ fn manifest_commands_take_camel_case_arguments() {
     .unwrap_err();
     assert_eq!(err["code"], "conflict");
 }
+
+#[test]
+fn fixtures_generate_open_and_check() {
+    let h = harness();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("eval");
+    let corpus = invoke(
+        &h,
+        "generate_fixtures",
+        json!({"request": {"seed": 3, "preset": "test-2k", "split": "evaluation",
+                           "per_stratum": 1, "out_dir": out.to_str().unwrap()}}),
+    )
+    .unwrap();
+    assert_eq!(corpus["meta"]["item_count"], 72);
+    assert_eq!(corpus["items"].as_array().unwrap().len(), 72);
+    let opened = invoke(&h, "open_corpus", json!({"dir": out.to_str().unwrap()})).unwrap();
+    assert_eq!(opened["meta"], corpus["meta"]);
+    let report = invoke(
+        &h,
+        "check_corpora",
+        json!({"a": out.to_str().unwrap(), "b": out.to_str().unwrap()}),
+    )
+    .unwrap();
+    assert_eq!(report["shared_items"].as_array().unwrap().len(), 72);
+    let err = invoke(
+        &h,
+        "open_corpus",
+        json!({"dir": dir.path().join("none").to_str().unwrap()}),
+    )
+    .unwrap_err();
+    assert_eq!(err["code"], "storage");
+}

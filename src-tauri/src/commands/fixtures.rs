@@ -1,0 +1,29 @@
+use std::path::PathBuf;
+
+use kvgate_app::fixtures::{self, GenerateFixtures, LoadedCorpus};
+use kvgate_app::{AppError, ErrorCode};
+use kvgate_core::fixtures::DisjointReport;
+
+/// Runs blocking file and tokenizer work off the async runtime's threads.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, AppError> + Send + 'static,
+) -> Result<T, AppError> {
+    tauri::async_runtime::spawn_blocking(work)
+        .await
+        .map_err(|e| AppError::new(ErrorCode::Internal, e.to_string()))?
+}
+
+#[tauri::command]
+pub async fn generate_fixtures(request: GenerateFixtures) -> Result<LoadedCorpus, AppError> {
+    blocking(move || fixtures::generate_fixtures(&request)).await
+}
+
+#[tauri::command]
+pub async fn open_corpus(dir: String) -> Result<LoadedCorpus, AppError> {
+    blocking(move || fixtures::open_corpus(&PathBuf::from(dir))).await
+}
+
+#[tauri::command]
+pub async fn check_corpora(a: String, b: String) -> Result<DisjointReport, AppError> {
+    blocking(move || fixtures::check_corpora(&PathBuf::from(a), &PathBuf::from(b))).await
+}
