@@ -44,8 +44,9 @@ test-llm: llm
 	tests/llm/smoke.sh
 
 ## Benchmarks: one table, each benchmark against its named anchor.
-bench: setup
-	$(CARGO) run -q --release -p kvgate-bench
+bench: setup llm
+	.llm/venv/bin/pip install -q --disable-pip-version-check tokenizers==0.22.2
+	KVGATE_BENCH_PYTHON=$(CURDIR)/.llm/venv/bin/python $(CARGO) run -q --release -p kvgate-bench
 
 ## Regenerate the TypeScript bindings and JSON Schemas from the Rust types.
 contract:
