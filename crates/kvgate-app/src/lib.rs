@@ -12,6 +12,7 @@ pub mod fixtures;
 mod location;
 pub mod manifests;
 mod studies;
+pub mod weights;
 
 pub use error::{AppError, ErrorCode};
 pub use location::{default_db_path, DbLocation, DATA_DIR_ENV, DB_ENV};

@@ -6,6 +6,7 @@ mod kv_capacity;
 mod manifests;
 mod studies;
 mod validate;
+mod weights;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -43,6 +44,9 @@ enum Command {
     Fixtures(fixtures::FixturesCommand),
     /// Validate one response against one fixture item's approved answer
     Validate(validate::ValidateArgs),
+    /// Weights digest of a checkpoint (scale tensors excluded) and base/candidate comparison
+    #[command(subcommand)]
+    Weights(weights::WeightsCommand),
 }
 
 /// How a command ended when it did not fail outright.
@@ -80,6 +84,7 @@ async fn run(cli: Cli) -> Result<Outcome, AppError> {
         Command::KvCapacity(args) => return kv_capacity::run(args),
         Command::Fixtures(cmd) => return fixtures::run(cmd),
         Command::Validate(args) => return validate::run(args),
+        Command::Weights(cmd) => return weights::run(cmd),
         Command::Manifest(cmd) => match manifests::run_offline(cmd) {
             Ok(done) => return done,
             Err(cmd) => Command::Manifest(cmd),
@@ -93,6 +98,7 @@ async fn run(cli: Cli) -> Result<Outcome, AppError> {
         Command::KvCapacity(args) => kv_capacity::run(args),
         Command::Fixtures(cmd) => fixtures::run(cmd),
         Command::Validate(args) => validate::run(args),
+        Command::Weights(cmd) => weights::run(cmd),
     };
     app.close().await;
     result

@@ -2,6 +2,7 @@
 
 mod fixtures;
 mod manifests;
+mod weights;
 
 use std::path::Path;
 use std::process::{Command, Output};

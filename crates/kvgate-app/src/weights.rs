@@ -1,0 +1,47 @@
+//! User actions on model checkpoints: the weights digest (scale tensors excluded) and the
+//! comparison of a candidate checkpoint with its base.
+
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+
+use kvgate_formats::weights::fs::open_checkpoint;
+use kvgate_formats::weights::{
+    compare, digest_checkpoint, CheckpointDigest, HashOptions, WeightsComparison, WeightsError,
+};
+
+use crate::{AppError, ErrorCode};
+
+fn weights_error(err: WeightsError) -> AppError {
+    let code = match err {
+        WeightsError::Cancelled => ErrorCode::Conflict,
+        WeightsError::Io { .. } => ErrorCode::Storage,
+        _ => ErrorCode::InvalidInput,
+    };
+    AppError::new(code, err.to_string())
+}
+
+/// Hashes a checkpoint (a directory of safetensors shards or one `.safetensors`/`.gguf` file)
+/// in place. `progress(bytes_hashed, bytes_total)` is called from the hashing threads.
+pub fn digest_weights(
+    path: &Path,
+    progress: &(dyn Fn(u64, u64) + Sync),
+    cancel: &AtomicBool,
+) -> Result<CheckpointDigest, AppError> {
+    let (source, layout) = open_checkpoint(path).map_err(weights_error)?;
+    digest_checkpoint(&source, &layout, &HashOptions::default(), progress, cancel)
+        .map_err(weights_error)
+}
+
+/// Compares a candidate checkpoint with its base: identical, identical with scales added, or
+/// which tensors differ.
+pub fn compare_weights(
+    base: &Path,
+    candidate: &Path,
+    progress: &(dyn Fn(u64, u64) + Sync),
+    cancel: &AtomicBool,
+) -> Result<(CheckpointDigest, CheckpointDigest, WeightsComparison), AppError> {
+    let base_digest = digest_weights(base, progress, cancel)?;
+    let candidate_digest = digest_weights(candidate, progress, cancel)?;
+    let comparison = compare(&base_digest, &candidate_digest);
+    Ok((base_digest, candidate_digest, comparison))
+}
