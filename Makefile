@@ -22,7 +22,7 @@ ui: setup
 build: ui
 	$(CARGO) build -p kvgate-desktop -p kvgate-cli
 
-test-rust: ui
+test-rust: ui llm
 	$(CARGO) test --workspace
 
 test-ui: setup
