@@ -63,7 +63,6 @@ impl Store {
         cell: &str,
         text: &str,
     ) -> Result<ManifestRecord, StoreError> {
-        let now = now_rfc3339();
         let sql = concat!(
             "INSERT INTO manifests (study_id, cell, text, created_at, updated_at) ",
             "VALUES (?, ?, ?, ?, ?) ",
@@ -71,16 +70,7 @@ impl Store {
             "updated_at = excluded.updated_at RETURNING ",
             columns!()
         );
-        let row = sqlx::query(sql)
-            .bind(study_id)
-            .bind(cell)
-            .bind(text)
-            .bind(&now)
-            .bind(&now)
-            .fetch_one(&self.pool)
-            .await
-            .map_err(|e| frozen_or(e, cell))?;
-        record_from_row(&row)
+        self.insert_draft(sql, study_id, cell, text).await
     }
 
     /// Inserts a new draft; a conflict when the cell already has a manifest in the study.
@@ -90,12 +80,22 @@ impl Store {
         cell: &str,
         text: &str,
     ) -> Result<ManifestRecord, StoreError> {
-        let now = now_rfc3339();
         let sql = concat!(
             "INSERT INTO manifests (study_id, cell, text, created_at, updated_at) ",
             "VALUES (?, ?, ?, ?, ?) RETURNING ",
             columns!()
         );
+        self.insert_draft(sql, study_id, cell, text).await
+    }
+
+    async fn insert_draft(
+        &self,
+        sql: &'static str,
+        study_id: i64,
+        cell: &str,
+        text: &str,
+    ) -> Result<ManifestRecord, StoreError> {
+        let now = now_rfc3339();
         let row = sqlx::query(sql)
             .bind(study_id)
             .bind(cell)
@@ -112,7 +112,7 @@ impl Store {
                         value: cell.to_owned(),
                     }
                 } else {
-                    err.into()
+                    frozen_or(err, cell)
                 }
             })?;
         record_from_row(&row)
