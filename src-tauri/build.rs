@@ -19,6 +19,8 @@ fn main() {
         "generate_fixtures",
         "open_corpus",
         "check_corpora",
+        "digest_weights",
+        "cancel_weights_digest",
     ]);
     tauri_build::try_build(tauri_build::Attributes::new().app_manifest(manifest))
         .expect("tauri build script failed");

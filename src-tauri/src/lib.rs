@@ -13,25 +13,30 @@ use tauri::{Builder, Runtime};
 
 /// Registers the service layer and every command on a builder (the real one or the test mock).
 pub fn build_app<R: Runtime>(builder: Builder<R>, app: App) -> Builder<R> {
-    builder.manage(app).invoke_handler(tauri::generate_handler![
-        commands::app::app_info,
-        commands::studies::list_studies,
-        commands::studies::create_study,
-        commands::studies::open_study,
-        commands::studies::last_opened_study,
-        commands::manifests::manifest_vocabulary,
-        commands::manifests::validate_manifest,
-        commands::manifests::list_manifests,
-        commands::manifests::save_manifest_draft,
-        commands::manifests::derive_candidate,
-        commands::manifests::freeze_manifest,
-        commands::manifests::delete_manifest_draft,
-        commands::manifests::diff_manifests,
-        commands::manifests::manifest_capacity,
-        commands::fixtures::generate_fixtures,
-        commands::fixtures::open_corpus,
-        commands::fixtures::check_corpora,
-    ])
+    builder
+        .manage(app)
+        .manage(commands::weights::WeightsJob::default())
+        .invoke_handler(tauri::generate_handler![
+            commands::app::app_info,
+            commands::studies::list_studies,
+            commands::studies::create_study,
+            commands::studies::open_study,
+            commands::studies::last_opened_study,
+            commands::manifests::manifest_vocabulary,
+            commands::manifests::validate_manifest,
+            commands::manifests::list_manifests,
+            commands::manifests::save_manifest_draft,
+            commands::manifests::derive_candidate,
+            commands::manifests::freeze_manifest,
+            commands::manifests::delete_manifest_draft,
+            commands::manifests::diff_manifests,
+            commands::manifests::manifest_capacity,
+            commands::fixtures::generate_fixtures,
+            commands::fixtures::open_corpus,
+            commands::fixtures::check_corpora,
+            commands::weights::digest_weights,
+            commands::weights::cancel_weights_digest,
+        ])
 }
 
 /// Which database the window opens: `--db PATH` on the command line, else `$KVGATE_DB`, else the default.

@@ -12,6 +12,7 @@ use kvgate_core::kv_capacity::{KvBytesBreakdown, RollbackFit, TokenCapacity};
 use kvgate_core::manifest::{Finding, Manifest, ManifestProblem};
 use kvgate_core::study::{NewStudy, Provenance, Study};
 use kvgate_core::validator::Verdict;
+use kvgate_formats::weights::{CheckpointDigest, WeightsComparison};
 use schemars::JsonSchema;
 use ts_rs::{Config, TS};
 
@@ -50,6 +51,8 @@ pub fn write_bindings(dir: &Path) -> Result<(), String> {
     one::<GenerateFixtures>(&cfg)?;
     one::<DisjointReport>(&cfg)?;
     one::<Verdict>(&cfg)?;
+    one::<CheckpointDigest>(&cfg)?;
+    one::<WeightsComparison>(&cfg)?;
     Ok(())
 }
 

@@ -4,3 +4,4 @@ pub mod app;
 pub mod fixtures;
 pub mod manifests;
 pub mod studies;
+pub mod weights;

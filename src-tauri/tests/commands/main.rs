@@ -223,3 +223,37 @@ fn fixtures_generate_open_and_check() {
     .unwrap_err();
     assert_eq!(err["code"], "storage");
 }
+
+#[test]
+fn weights_digest_of_a_checkpoint_directory() {
+    let h = harness();
+    let dir = tempfile::tempdir().unwrap();
+    let header = br#"{"model.layers.0.self_attn.k_scale":{"dtype":"F32","shape":[],"data_offsets":[8,12]},"model.layers.0.mlp.weight":{"dtype":"BF16","shape":[4],"data_offsets":[0,8]}}"#;
+    let mut file = (header.len() as u64).to_le_bytes().to_vec();
+    file.extend_from_slice(header);
+    file.extend_from_slice(&[1, 2, 3, 4, 5, 6, 7, 8]);
+    file.extend_from_slice(&0.5f32.to_le_bytes());
+    std::fs::write(dir.path().join("model.safetensors"), file).unwrap();
+
+    let digest = invoke(
+        &h,
+        "digest_weights",
+        json!({"path": dir.path().to_str().unwrap()}),
+    )
+    .unwrap();
+    assert_eq!(digest["weight_tensor_count"], 1);
+    assert_eq!(digest["scale_tensor_count"], 1);
+    assert_eq!(digest["scale_granularity"], "per_tensor");
+    assert_eq!(digest["weights_digest"].as_str().unwrap().len(), 64);
+    assert_eq!(
+        invoke(&h, "cancel_weights_digest", json!({})),
+        Ok(json!(false))
+    );
+    let err = invoke(
+        &h,
+        "digest_weights",
+        json!({"path": dir.path().join("nope").to_str().unwrap()}),
+    )
+    .unwrap_err();
+    assert_eq!(err["code"], "storage");
+}

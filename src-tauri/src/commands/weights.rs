@@ -1,0 +1,77 @@
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use kvgate_app::{weights, AppError, ErrorCode};
+use kvgate_formats::weights::CheckpointDigest;
+use serde::Serialize;
+use tauri::{AppHandle, Emitter, Runtime, State};
+
+/// The cancellation flag of the checkpoint being hashed (one at a time per window).
+#[derive(Default)]
+pub struct WeightsJob {
+    cancel: std::sync::Mutex<Option<Arc<AtomicBool>>>,
+}
+
+/// Progress of a weights digest, as the `weights-progress` event carries it.
+#[derive(Clone, Serialize)]
+struct WeightsProgress {
+    bytes_hashed: u64,
+    bytes_total: u64,
+}
+
+#[tauri::command]
+pub async fn digest_weights<R: Runtime>(
+    app: AppHandle<R>,
+    job: State<'_, WeightsJob>,
+    path: String,
+) -> Result<CheckpointDigest, AppError> {
+    let cancel = Arc::new(AtomicBool::new(false));
+    {
+        let mut current = job.cancel.lock().expect("weights job lock");
+        if current.is_some() {
+            return Err(AppError::new(
+                ErrorCode::Conflict,
+                "a checkpoint is already being hashed; cancel it or wait",
+            ));
+        }
+        *current = Some(cancel.clone());
+    }
+    let flag = cancel.clone();
+    let result = tauri::async_runtime::spawn_blocking(move || {
+        let started = Instant::now();
+        let last_ms = AtomicU64::new(0);
+        let progress = |done: u64, total: u64| {
+            let now = started.elapsed().as_millis() as u64;
+            // Throttled: the hashing threads call this after every chunk.
+            if done < total && now < last_ms.load(Ordering::Relaxed) + 100 {
+                return;
+            }
+            last_ms.store(now, Ordering::Relaxed);
+            let _ = app.emit(
+                "weights-progress",
+                WeightsProgress {
+                    bytes_hashed: done,
+                    bytes_total: total,
+                },
+            );
+        };
+        weights::digest_weights(&PathBuf::from(path), &progress, &flag)
+    })
+    .await
+    .map_err(|e| AppError::new(ErrorCode::Internal, e.to_string()));
+    *job.cancel.lock().expect("weights job lock") = None;
+    result?
+}
+
+#[tauri::command]
+pub fn cancel_weights_digest(job: State<'_, WeightsJob>) -> bool {
+    match job.cancel.lock().expect("weights job lock").as_ref() {
+        Some(flag) => {
+            flag.store(true, Ordering::Relaxed);
+            true
+        }
+        None => false,
+    }
+}
