@@ -43,7 +43,7 @@ fn scales_added_keep_the_digest_and_a_changed_weight_does_not() {
     }
     write_safetensors(
         &dir.path().join("base/model.safetensors"),
-        &[weight.clone()],
+        std::slice::from_ref(&weight),
     );
     write_safetensors(
         &dir.path().join("calibrated/model.safetensors"),
