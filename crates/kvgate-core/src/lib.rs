@@ -9,6 +9,7 @@ pub mod canonical;
 pub mod fixtures;
 pub mod kv_capacity;
 pub mod manifest;
+pub mod run;
 pub mod study;
 pub mod test_cell;
 pub mod validator;

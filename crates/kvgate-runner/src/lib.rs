@@ -3,3 +3,26 @@
 //!
 //! It must not judge responses (the validator lives in `kvgate-core`) and must never drop a
 //! request from the record: failures, timeouts and unfinished requests are stored like successes.
+//!
+//! - [`client`]: one streaming request → one [`RequestRecord`], never an `Err`.
+//! - [`arrivals`]: seeded open-loop arrival times (Poisson, gamma, constant, trace replay).
+//! - [`schedule`]: the open-loop dispatcher and the closed-loop workers.
+//! - [`quality`]: the randomized, repeated order of a quality run.
+
+pub mod arrivals;
+pub mod client;
+pub mod clock;
+pub mod prng;
+pub mod quality;
+pub mod schedule;
+mod sse;
+
+pub use arrivals::{parse_trace, Arrivals, ScheduleError, TraceError};
+pub use client::{Api, Client, ClientError, Endpoint, PlannedRequest};
+pub use clock::RunClock;
+pub use kvgate_core::run::{RequestRecord, RequestStatus, RunProgress, RunTiming};
+pub use quality::quality_order;
+pub use schedule::{
+    run_closed_loop, run_open_loop, ClosedLoop, ClosedLoopLimit, OpenLoop, RunOutcome,
+};
+pub use tokio_util::sync::CancellationToken;

@@ -1,0 +1,225 @@
+//! A run's measurements: one request record per planned request, all times in milliseconds on
+//! the run's single monotonic clock (zero = run start), anchored once to the wall clock.
+//!
+//! A measurement that was not taken is `None` (JSON `null`), never 0: a request that never got a
+//! first token has no TTFT, and a server that sent no `usage` has no token counts.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+/// How one request ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RequestStatus {
+    /// The stream completed with `[DONE]`.
+    Ok,
+    /// HTTP status ≥ 400, a transport failure, a broken or malformed stream.
+    Error,
+    /// The request's own deadline passed before `[DONE]`.
+    Timeout,
+    /// Refused without being served: HTTP 429 from the server, or never dispatched because the
+    /// run was cancelled first (then `dispatch_ms` is `None`).
+    Rejected,
+    /// Still running at the run's drain deadline (or at cancellation) and abandoned there.
+    Unfinished,
+}
+
+impl RequestStatus {
+    pub const ALL: [RequestStatus; 5] = [
+        RequestStatus::Ok,
+        RequestStatus::Error,
+        RequestStatus::Timeout,
+        RequestStatus::Rejected,
+        RequestStatus::Unfinished,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RequestStatus::Ok => "ok",
+            RequestStatus::Error => "error",
+            RequestStatus::Timeout => "timeout",
+            RequestStatus::Rejected => "rejected",
+            RequestStatus::Unfinished => "unfinished",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|status| status.as_str() == s)
+    }
+}
+
+/// Everything the client observed about one request. Times are milliseconds since run start.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RequestRecord {
+    /// Position in the run's plan, from 0.
+    pub index: u32,
+    /// The fixture item sent, when the request came from a corpus.
+    pub item_id: Option<String>,
+    /// When the schedule wanted the request sent. Closed loop: when a worker became free for it.
+    pub planned_arrival_ms: f64,
+    /// When the client actually handed the request to the connection; `None` if never sent.
+    pub dispatch_ms: Option<f64>,
+    /// `dispatch_ms − planned_arrival_ms`: how late the client itself was.
+    pub client_delay_ms: Option<f64>,
+    /// Arrival of the first chunk that carried output text.
+    pub first_token_ms: Option<f64>,
+    /// Arrival of every chunk that carried output text (network chunk times, not engine times).
+    pub chunk_times_ms: Vec<f64>,
+    /// When the response ended: `[DONE]` for `ok`, the failure for `error`/`rejected`; `None` for
+    /// `timeout` and `unfinished` (they never ended) and for requests never sent.
+    pub finish_ms: Option<f64>,
+    pub status: RequestStatus,
+    /// The HTTP status line's code, when a response head arrived.
+    pub http_status: Option<u16>,
+    /// What went wrong: the response body excerpt (≤ 2 KB) or the transport or parse error.
+    pub error: Option<String>,
+    /// The text streamed so far (complete for `ok`, partial otherwise).
+    pub output_text: String,
+    /// From the server's `usage`; `None` when it sent none.
+    #[ts(type = "number | null")]
+    pub prompt_tokens: Option<u64>,
+    #[ts(type = "number | null")]
+    pub completion_tokens: Option<u64>,
+    /// `usage.prompt_tokens_details.cached_tokens`: prefix-cache hits, when reported.
+    #[ts(type = "number | null")]
+    pub cached_prompt_tokens: Option<u64>,
+    /// `length`, `stop`, … as the server sent it.
+    pub finish_reason: Option<String>,
+    /// The engine's own timing object, verbatim (llama.cpp `timings`); vLLM sends none.
+    #[ts(type = "Record<string, unknown> | null")]
+    pub engine_timings: Option<serde_json::Value>,
+}
+
+impl RequestRecord {
+    /// Time to first token measured from actual dispatch, when both exist.
+    pub fn ttft_ms(&self) -> Option<f64> {
+        Some(self.first_token_ms? - self.dispatch_ms?)
+    }
+
+    /// End-to-end latency from actual dispatch, for a request that ended.
+    pub fn e2e_ms(&self) -> Option<f64> {
+        Some(self.finish_ms? - self.dispatch_ms?)
+    }
+
+    /// Gaps between consecutive text chunks as they arrived over the network.
+    pub fn chunk_gaps_ms(&self) -> Vec<f64> {
+        self.chunk_times_ms
+            .windows(2)
+            .map(|w| w[1] - w[0])
+            .collect()
+    }
+}
+
+/// The single link between a run's monotonic clock and the wall clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunTiming {
+    /// Unix time in milliseconds of the run clock's zero, read once when the run started.
+    #[ts(type = "number")]
+    pub wall_anchor_unix_ms: i64,
+}
+
+/// Progress of a run while it executes, for progress bars and app events.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
+pub struct RunProgress {
+    /// Requests in the plan; `None` when a closed loop runs for a duration (unknown in advance).
+    pub planned: Option<u32>,
+    /// Requests dispatched so far.
+    pub sent: u32,
+    /// Requests that reached a final status (any status, failures included). The last report
+    /// of a run counts every planned request, those never dispatched included.
+    pub finished: u32,
+    /// Of `finished`, those whose status is not `ok`.
+    pub failed: u32,
+    /// Milliseconds since run start.
+    pub elapsed_ms: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record() -> RequestRecord {
+        RequestRecord {
+            index: 3,
+            item_id: Some("item-7".into()),
+            planned_arrival_ms: 10.0,
+            dispatch_ms: Some(10.25),
+            client_delay_ms: Some(0.25),
+            first_token_ms: Some(40.5),
+            chunk_times_ms: vec![40.5, 52.0, 61.5],
+            finish_ms: Some(70.0),
+            status: RequestStatus::Ok,
+            http_status: Some(200),
+            error: None,
+            output_text: "{\"a\":1}".into(),
+            prompt_tokens: None,
+            completion_tokens: Some(3),
+            cached_prompt_tokens: None,
+            finish_reason: Some("stop".into()),
+            engine_timings: Some(serde_json::json!({"predicted_n": 3})),
+        }
+    }
+
+    #[test]
+    fn run_status_strings_round_trip() {
+        for status in RequestStatus::ALL {
+            assert_eq!(RequestStatus::parse(status.as_str()), Some(status));
+            assert_eq!(
+                serde_json::to_value(status).unwrap(),
+                serde_json::Value::String(status.as_str().into())
+            );
+        }
+        assert_eq!(RequestStatus::parse("OK"), None);
+    }
+
+    #[test]
+    fn run_record_keeps_missing_measurements_null_not_zero() {
+        let json = serde_json::to_value(record()).unwrap();
+        assert!(json["prompt_tokens"].is_null(), "{json}");
+        assert!(json["cached_prompt_tokens"].is_null(), "{json}");
+        assert_eq!(json["completion_tokens"], 3);
+        let back: RequestRecord = serde_json::from_value(json).unwrap();
+        assert_eq!(back, record());
+    }
+
+    #[test]
+    fn run_record_rejects_unknown_fields() {
+        let mut json = serde_json::to_value(record()).unwrap();
+        json["ttft"] = 0.into();
+        let err = serde_json::from_value::<RequestRecord>(json).unwrap_err();
+        assert!(err.to_string().contains("ttft"), "{err}");
+    }
+
+    #[test]
+    fn run_record_derived_latencies() {
+        let r = record();
+        assert_eq!(r.ttft_ms(), Some(30.25));
+        assert_eq!(r.e2e_ms(), Some(59.75));
+        assert_eq!(r.chunk_gaps_ms(), vec![11.5, 9.5]);
+        let never_sent = RequestRecord {
+            dispatch_ms: None,
+            client_delay_ms: None,
+            ..record()
+        };
+        assert_eq!(never_sent.ttft_ms(), None);
+        assert_eq!(never_sent.e2e_ms(), None);
+    }
+
+    #[test]
+    fn run_types_export_to_typescript_and_json_schema() {
+        let cfg = ts_rs::Config::new();
+        let decl = <RequestRecord as TS>::decl(&cfg);
+        assert!(decl.contains("first_token_ms: number | null"), "{decl}");
+        assert!(decl.contains("prompt_tokens: number | null"), "{decl}");
+        assert!(decl.contains("chunk_times_ms: Array<number>"), "{decl}");
+        let timing = <RunTiming as TS>::decl(&cfg);
+        assert!(timing.contains("wall_anchor_unix_ms: number"), "{timing}");
+
+        let schema = serde_json::to_value(schemars::schema_for!(RequestRecord)).unwrap();
+        let tokens = &schema["properties"]["prompt_tokens"]["type"];
+        assert_eq!(tokens, &serde_json::json!(["integer", "null"]), "{schema}");
+    }
+}
