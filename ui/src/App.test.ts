@@ -13,13 +13,16 @@ vi.mock('$lib/ipc', async (importOriginal) => ({
   listManifests: vi.fn(),
   validateManifest: vi.fn(),
   manifestCapacity: vi.fn(),
+  generateFixtures: vi.fn(),
+  openCorpus: vi.fn(),
+  checkCorpora: vi.fn(),
 }));
 
 import * as ipc from '$lib/ipc';
 import App from './App.svelte';
 
 const ipcMock = vi.mocked(ipc);
-const BUILT: readonly string[] = ['studies', 'manifests'];
+const BUILT: readonly string[] = ['studies', 'manifests', 'fixtures'];
 const study = {
   id: 4,
   name: 'FP8 KV, Llama 8B',
@@ -110,6 +113,42 @@ describe('App shell', () => {
     expect(root.querySelector('[data-testid="not-built"]')).toBeNull();
     expect(await screen.findByTestId('manifests-empty')).toBeTruthy();
     expect(ipcMock.listManifests).toHaveBeenCalledWith(study.id);
+  });
+
+  it('shows the Fixtures screen with its forms, and keeps an opened corpus while other screens are visited', async () => {
+    ipcMock.openCorpus.mockResolvedValue({
+      dir: '/tmp/corpora/eval-7',
+      meta: {
+        synthetic: true,
+        generator: 'kvgate-fixtures/1',
+        seed: 7,
+        preset: 'test-2k',
+        split: 'evaluation',
+        per_stratum: 1,
+        length_bounds: { short: { min: 0, max: 799 }, medium: { min: 800, max: 1299 }, long: { min: 1300, max: 1800 } },
+        chat_template: 'chatml',
+        item_count: 0,
+        counts: { language: {}, length_class: {}, position: {}, task_type: {}, answer_kind: {}, cells: [] },
+        tokenizer_sha256: '3'.repeat(64),
+        worked_example_sha256: '5'.repeat(64),
+        items_sha256: 'e'.repeat(64),
+      },
+      items: [],
+    });
+    render(App);
+    await fireEvent.keyDown(window, { key: '4', code: 'Digit4', altKey: true });
+    const root = await screen.findByTestId('screen-fixtures');
+    expect(root.querySelector('[data-testid="not-built"]')).toBeNull();
+    expect(screen.getByTestId('fixtures-generate')).toBeTruthy();
+    await fireEvent.input(screen.getByTestId('fixtures-open-dir'), { target: { value: '/tmp/corpora/eval-7' } });
+    await fireEvent.click(screen.getByTestId('fixtures-open'));
+    expect((await screen.findByTestId('corpus-items-sha256')).textContent).toBe('e'.repeat(64));
+
+    await fireEvent.keyDown(window, { key: '1', code: 'Digit1', altKey: true });
+    await screen.findByTestId('screen-studies');
+    await fireEvent.keyDown(window, { key: '4', code: 'Digit4', altKey: true });
+    expect((await screen.findByTestId('corpus-items-sha256')).textContent).toBe('e'.repeat(64));
+    expect(ipcMock.openCorpus).toHaveBeenCalledTimes(1);
   });
 
   it('jumps to a task with Alt+digit and moves focus to the content', async () => {

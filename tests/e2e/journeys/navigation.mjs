@@ -5,7 +5,7 @@ function assert(cond, message) {
 }
 
 const tasks = ['studies', 'manifests', 'policy', 'fixtures', 'runs', 'results', 'review', 'signoff', 'packet'];
-const built = ['studies', 'manifests'];
+const built = ['studies', 'manifests', 'fixtures'];
 
 export const journeys = [
   {

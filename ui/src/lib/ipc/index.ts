@@ -1,6 +1,9 @@
 // The only module that talks to Tauri: every other file imports from here, never from @tauri-apps/*.
 import { invoke, type InvokeArgs } from '@tauri-apps/api/core';
 import type { AppInfo } from '$lib/bindings/AppInfo';
+import type { DisjointReport } from '$lib/bindings/DisjointReport';
+import type { GenerateFixtures } from '$lib/bindings/GenerateFixtures';
+import type { LoadedCorpus } from '$lib/bindings/LoadedCorpus';
 import type { ManifestCapacity } from '$lib/bindings/ManifestCapacity';
 import type { ManifestCheck } from '$lib/bindings/ManifestCheck';
 import type { ManifestDiff } from '$lib/bindings/ManifestDiff';
@@ -58,3 +61,13 @@ export const diffManifests = (studyId: number, referenceCell: string, candidateC
 
 export const manifestCapacity = (studyId: number, cell: string): Promise<ManifestCapacity> =>
   call('manifest_capacity', { studyId, cell });
+
+/** Generates a corpus into a new or empty folder (seconds: every prompt is tokenized); never overwrites one. */
+export const generateFixtures = (request: GenerateFixtures): Promise<LoadedCorpus> =>
+  call('generate_fixtures', { request });
+
+/** Opens a corpus folder; rejects when items.jsonl does not match the digest in corpus.json. */
+export const openCorpus = (dir: string): Promise<LoadedCorpus> => call('open_corpus', { dir });
+
+/** Whether two corpus folders share an item or a protected answer (both digests verified first). */
+export const checkCorpora = (a: string, b: string): Promise<DisjointReport> => call('check_corpora', { a, b });

@@ -5,16 +5,19 @@ vi.mock('@tauri-apps/api/core', () => ({ invoke: vi.fn() }));
 import { invoke } from '@tauri-apps/api/core';
 import {
   appInfo,
+  checkCorpora,
   createStudy,
   deleteManifestDraft,
   deriveCandidate,
   diffManifests,
   freezeManifest,
+  generateFixtures,
   lastOpenedStudy,
   listManifests,
   listStudies,
   manifestCapacity,
   manifestVocabulary,
+  openCorpus,
   openStudy,
   saveManifestDraft,
   toAppError,
@@ -111,6 +114,22 @@ describe('commands', () => {
       ['delete_manifest_draft', { studyId: 3, cell: 'C1' }],
       ['diff_manifests', { studyId: 3, referenceCell: 'B0', candidateCell: 'C1' }],
       ['manifest_capacity', { studyId: 3, cell: 'C1' }],
+    ]);
+  });
+
+  it('calls the fixture commands with the argument names the Rust commands take', async () => {
+    invokeMock.mockResolvedValue(null);
+    const request = { seed: 7, preset: 'test-2k', split: 'evaluation', per_stratum: 1, out_dir: '/tmp/c7' } as const;
+    await generateFixtures(request);
+    await generateFixtures({ ...request, tokenizer_path: '/models/tokenizer.json' });
+    await openCorpus('/tmp/c7');
+    await checkCorpora('/tmp/cal', '/tmp/c7');
+
+    expect(invokeMock.mock.calls).toEqual([
+      ['generate_fixtures', { request }],
+      ['generate_fixtures', { request: { ...request, tokenizer_path: '/models/tokenizer.json' } }],
+      ['open_corpus', { dir: '/tmp/c7' }],
+      ['check_corpora', { a: '/tmp/cal', b: '/tmp/c7' }],
     ]);
   });
 

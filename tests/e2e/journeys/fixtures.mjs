@@ -1,0 +1,166 @@
+// Journey of the Fixtures screen: generate a corpus with the pinned tokenizer, read its grid,
+// inspect an item's evidence and distractors, then re-open the folder and check the digest.
+
+import { join } from 'node:path';
+
+function assert(cond, message) {
+  if (!cond) throw new Error(message);
+}
+
+/** Polls `read()` until `check(value)` holds; the message names what was awaited and the last value. */
+async function waitUntil(read, check, what, timeoutMs = 20000) {
+  const deadline = Date.now() + timeoutMs;
+  let last;
+  for (;;) {
+    try {
+      last = await read();
+      if (check(last)) return last;
+    } catch (e) {
+      last = `error: ${e.message}`;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** The live `value` property (WebDriver's attribute endpoint returns the attribute only). */
+function valueOf(s, css) {
+  return s.script('const el = document.querySelector(arguments[0]); return el ? el.value : null;', [css]);
+}
+
+/** Picks an option of a select by clicking it, as a user does; falls back to a change event. */
+async function choose(s, css, value) {
+  await s.click(`${css} option[value="${value}"]`).catch(() => {});
+  if ((await valueOf(s, css)) !== value) {
+    await s.script(
+      'const el = document.querySelector(arguments[0]);' +
+        'el.value = arguments[1];' +
+        'el.dispatchEvent(new Event("change", { bubbles: true }));',
+      [css, value],
+    );
+  }
+  await waitUntil(() => valueOf(s, css), (v) => v === value, `${css} = ${value}`);
+}
+
+/** The summary's source and digest, or the inline error: fails at once when the backend refused. */
+function summaryState(s) {
+  return s.script(
+    'const q = (t) => document.querySelector(`[data-testid="${t}"]`);' +
+      'const error = q("fixtures-error");' +
+      'const summary = q("corpus-summary");' +
+      'return {' +
+      '  error: error ? error.textContent.trim() : null,' +
+      '  source: summary ? summary.dataset.source : null,' +
+      '  count: q("corpus-item-count")?.textContent.trim() ?? null,' +
+      '  sha: q("corpus-items-sha256")?.textContent.trim() ?? null,' +
+      '  synthetic: q("corpus-synthetic")?.textContent.trim() ?? null,' +
+      '  dir: q("corpus-dir")?.textContent.trim() ?? null,' +
+      '};',
+  );
+}
+
+async function waitSummary(s, source, timeoutMs) {
+  const state = await waitUntil(
+    () => summaryState(s),
+    (st) => st.error !== null || st.source === source,
+    `the corpus summary (${source})`,
+    timeoutMs,
+  );
+  assert(state.error === null, `the backend refused: ${state.error}`);
+  return state;
+}
+
+export const journeys = [
+  {
+    name: 'generate a corpus, read its grid, inspect an item, re-open the folder with the same digest',
+    async run(ctx) {
+      const out = join(ctx.work, 'corpus-seed-7');
+      const s = await ctx.launch(['--db', ctx.db('fixtures')]);
+      await s.waitFor('[data-testid="screen-studies"]');
+      await s.click('[data-testid="nav-fixtures"]');
+      await s.waitFor('[data-testid="screen-fixtures"]');
+      await s.waitFor('[data-testid="fixtures-empty"]');
+
+      await s.type('[data-testid="fixtures-seed"]', '7');
+      await choose(s, '[data-testid="fixtures-preset"]', 'test-2k');
+      await choose(s, '[data-testid="fixtures-split"]', 'evaluation');
+      await s.type('[data-testid="fixtures-per-stratum"]', '1');
+      await s.type('[data-testid="fixtures-out"]', out);
+      await waitUntil(() => valueOf(s, '[data-testid="fixtures-seed"]'), (v) => v === '7', 'seed 7 in the form');
+      await s.click('[data-testid="fixtures-generate"]');
+
+      // Tokenizing every prompt takes seconds in a debug build; the button says so meanwhile.
+      const generated = await waitSummary(s, 'generated', 180000);
+      assert(generated.count === '72', `item count ${generated.count}, expected 72`);
+      assert(generated.synthetic === 'synthetic', `synthetic label says ${JSON.stringify(generated.synthetic)}`);
+      assert(/^[0-9a-f]{64}$/.test(generated.sha), `items sha256 ${JSON.stringify(generated.sha)}`);
+      assert(generated.dir === out, `corpus folder ${generated.dir}, expected ${out}`);
+      const disabled = await s.script('return document.querySelector(\'[data-testid="fixtures-generate"]\').disabled;');
+      assert(disabled === false, 'the generate button is enabled again');
+
+      // The grid: every cell of language × length × position × task, from corpus.json's counts.
+      const cells = await s.script(
+        'return [...document.querySelectorAll(\'[data-testid="stratum-cell"]\')].map((c) => ({ ...c.dataset }));',
+      );
+      assert(cells.length === 72, `grid has ${cells.length} cells, expected 72`);
+      const total = cells.reduce((n, c) => n + Number(c.present) + Number(c.absent), 0);
+      assert(total === 72, `grid counts sum to ${total}, expected 72`);
+      const target = cells.find((c) => Number(c.present) > 0);
+      assert(target, `no cell with a present item: ${JSON.stringify(cells.slice(0, 4))}`);
+      const cellCss =
+        `[data-testid="stratum-cell"][data-language="${target.language}"][data-length="${target.length}"]` +
+        `[data-position="${target.position}"][data-task="${target.task}"]`;
+      await s.click(cellCss);
+      const strata = `-${target.language}-${target.length}-${target.position}-${target.task}-`;
+      const ids = await waitUntil(
+        () => s.script('return [...document.querySelectorAll(\'[data-testid="item-row"]\')].map((r) => r.dataset.id);'),
+        (list) => list.length === Number(target.present) + Number(target.absent) && list.every((id) => id.includes(strata)),
+        `the item list filtered to ${strata}`,
+      );
+
+      // Open a present item: its evidence is highlighted, its distractors marked with their kinds.
+      const present = await s.script(
+        'return document.querySelector(\'[data-testid="item-row"][data-answer="present"]\')?.dataset.id ?? null;',
+      );
+      assert(present && ids.includes(present), `a present item among ${JSON.stringify(ids)}`);
+      await s.click(`[data-testid="item-row"][data-id="${present}"] [data-testid="item-row-open"]`);
+      await waitUntil(() => s.attr('[data-testid="item-viewer"]', 'data-id'), (id) => id === present, `the viewer on ${present}`);
+      const evidence = await s.findAll('[data-testid="item-viewer"] [data-testid="item-evidence"]');
+      assert(evidence.length >= 1, `item-evidence elements: ${evidence.length}`);
+      const kinds = await s.script(
+        'return [...document.querySelectorAll(\'[data-testid="item-viewer"] [data-testid="item-distractor"]\')]' +
+          '.map((d) => d.dataset.kinds);',
+      );
+      assert(kinds.length >= 3, `item-distractor elements: ${JSON.stringify(kinds)}`);
+      assert(
+        kinds.every((k) => k && k.split(' ').every((kind) => /^[a-z_]+$/.test(kind))),
+        `every distractor names its kinds: ${JSON.stringify(kinds)}`,
+      );
+      const tokens = await s.attr('[data-testid="item-token-count"]', 'data-tokens');
+      assert(/^[1-9]\d*$/.test(tokens ?? ''), `token count ${tokens}`);
+      await ctx.screenshot(s, 'fixtures-item-viewer');
+
+      // Re-open the folder: items.jsonl is checked against corpus.json, the digest is the same.
+      await s.type('[data-testid="fixtures-open-dir"]', out);
+      await s.click('[data-testid="fixtures-open"]');
+      const opened = await waitSummary(s, 'opened', 60000);
+      assert(opened.sha === generated.sha, `re-opened sha256 ${opened.sha}, generated ${generated.sha}`);
+      assert(opened.count === '72', `re-opened item count ${opened.count}`);
+      assert(opened.synthetic === 'synthetic', `re-opened synthetic label ${JSON.stringify(opened.synthetic)}`);
+
+      // A corpus checked against itself shares every item: the check sees overlap.
+      const a = await valueOf(s, '[data-testid="check-a"]');
+      assert(a === out, `check A defaults to the open corpus, found ${a}`);
+      await s.type('[data-testid="check-b"]', out);
+      await s.click('[data-testid="check-run"]');
+      await waitUntil(
+        () => s.attr('[data-testid="check-result"]', 'data-disjoint'),
+        (v) => v === 'false',
+        'the disjointness check to report overlap',
+        60000,
+      );
+      const shared = await s.findAll('[data-testid="check-shared-item"]');
+      assert(shared.length === 72, `shared items ${shared.length}, expected 72`);
+    },
+  },
+];
