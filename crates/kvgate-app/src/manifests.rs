@@ -1,8 +1,8 @@
 //! User actions on manifests: author drafts, derive candidates, freeze, diff, KV capacity.
 
 use kvgate_core::kv_capacity::{
-    kv_bytes, shape_for_manifest, token_capacity, KvBytesBreakdown, TokenCapacity,
-    NOT_FOR_LATENT_OR_HYBRID,
+    kv_bytes, rollback_fit, shape_for_manifest, token_capacity, AdmissionLimit, KvBytesBreakdown,
+    RollbackFit, TokenCapacity, NOT_FOR_LATENT_OR_HYBRID,
 };
 use kvgate_core::manifest::{
     diff, validate_cell_set, Engine, Finding, FindingKind, Manifest, ManifestProblem, Severity,
@@ -110,6 +110,13 @@ pub struct ManifestCapacity {
     /// Positions the manifest's fixed KV budget holds; absent without `kv_cache_memory_bytes`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<TokenCapacity>,
+    /// For a candidate: whether the study's B0 representation still holds this candidate's
+    /// admission limit (max_num_seqs sequences at the context limit) within its KV budget.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollback_fit: Option<RollbackFit>,
+    /// Why `rollback_fit` is absent, when it is for a candidate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollback_fit_missing: Option<String>,
     pub caveat: String,
 }
 
@@ -251,8 +258,32 @@ pub fn capacity_of(manifest: &Manifest) -> Result<ManifestCapacity, AppError> {
         per_token,
         full_context_sequence,
         capacity,
+        rollback_fit: None,
+        rollback_fit_missing: None,
         caveat: NOT_FOR_LATENT_OR_HYBRID.to_owned(),
     })
+}
+
+/// Whether `b0`'s KV representation holds `candidate`'s admission limit within the candidate's
+/// KV budget, or why that cannot be said yet.
+pub fn rollback_fit_of(b0: &Manifest, candidate: &Manifest) -> Result<RollbackFit, String> {
+    let budget = candidate
+        .memory_budget
+        .as_ref()
+        .and_then(|b| b.kv_cache_memory_bytes)
+        .ok_or_else(|| {
+            format!(
+                "rollback fit needs the KV budget of {}: memory_budget.kv_cache_memory_bytes \
+                 (or the engine's reported KV memory once its startup evidence is imported)",
+                candidate.cell
+            )
+        })?;
+    let shape = shape_for_manifest(b0).map_err(|e| format!("manifest B0: {e}"))?;
+    let admission = AdmissionLimit {
+        max_num_seqs: candidate.scheduler.max_num_seqs,
+        positions_per_sequence: u64::from(candidate.context_limit),
+    };
+    rollback_fit(&shape, &admission, budget).map_err(|e| e.to_string())
 }
 
 impl App {
@@ -480,7 +511,18 @@ impl App {
         let record = self.manifest_record(study_id, cell).await?;
         let manifest = Manifest::from_json(&record.text)
             .map_err(|p| problems_error(&format!("manifest {cell}"), &[p]))?;
-        capacity_of(&manifest)
+        let mut capacity = capacity_of(&manifest)?;
+        if cell != "B0" {
+            let b0 = match self.store.manifest(study_id, "B0").await? {
+                None => Err("rollback fit needs the study's B0 manifest".to_owned()),
+                Some(r) => Manifest::from_json(&r.text).map_err(|p| format!("manifest B0: {p}")),
+            };
+            match b0.and_then(|b0| rollback_fit_of(&b0, &manifest)) {
+                Ok(fit) => capacity.rollback_fit = Some(fit),
+                Err(why) => capacity.rollback_fit_missing = Some(why),
+            }
+        }
+        Ok(capacity)
     }
 }
 

@@ -207,3 +207,42 @@ async fn c1_to_c2_with_a_kernel_switch_carries_the_coupling_warning() {
         .unwrap()
         .contains("Do not silently switch kernels"));
 }
+
+#[tokio::test]
+async fn rollback_fit_beside_a_candidate() {
+    let (_dir, app, sid) = app_with_study().await;
+    let budget = |text: String, bytes: u64| {
+        let mut v: Value = serde_json::from_str(&text).unwrap();
+        v["memory_budget"] = serde_json::json!({"kv_cache_memory_bytes": bytes});
+        serde_json::to_string(&v).unwrap()
+    };
+    app.save_manifest_draft(sid, &fixture("llama31-8b-h100-b0.json"))
+        .await
+        .unwrap();
+    let c1 = fixture("llama31-8b-h100-c1.json");
+    app.save_manifest_draft(sid, &c1).await.unwrap();
+    let cap = app.manifest_capacity(sid, "C1").await.unwrap();
+    assert!(cap.rollback_fit.is_none());
+    assert!(cap
+        .rollback_fit_missing
+        .unwrap()
+        .contains("kv_cache_memory_bytes"));
+
+    // 64 sequences × 16,384 positions × 131,072 bytes (bf16 B0) = 128 GiB: a 16 GiB budget
+    // that holds the candidate's fp8 cache for fewer sequences cannot hold B0's.
+    app.save_manifest_draft(sid, &budget(c1, 16 << 30))
+        .await
+        .unwrap();
+    let fit = app
+        .manifest_capacity(sid, "C1")
+        .await
+        .unwrap()
+        .rollback_fit
+        .unwrap();
+    assert!(!fit.fits);
+    assert_eq!(fit.budget_bytes, 16 << 30);
+    assert!(fit.shortfall_bytes.unwrap() > 0);
+    assert!(fit.max_sequences_that_fit < 64);
+    let b0 = app.manifest_capacity(sid, "B0").await.unwrap();
+    assert!(b0.rollback_fit.is_none() && b0.rollback_fit_missing.is_none());
+}

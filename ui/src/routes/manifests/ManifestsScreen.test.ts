@@ -654,6 +654,37 @@ describe('Manifests screen', () => {
     expect(caveats.map((c) => c.textContent)).toEqual([CAVEAT]);
   });
 
+  it('shows whether B0 still fits the candidate admission limit', async () => {
+    ipcMock.manifestCapacity.mockResolvedValue({
+      ...capacity,
+      rollback_fit: {
+        required_bytes: 137438953472,
+        budget_bytes: 17179869184,
+        fits: false,
+        shortfall_bytes: 120259084288,
+        max_sequences_that_fit: 8,
+        caveat: CAVEAT,
+      },
+    });
+    setup();
+    await selectCell('C1');
+    const fit = await screen.findByTestId('rollback-fit');
+    expect(fit.dataset.fits).toBe('false');
+    expect(fit.textContent).toContain('Reduce admission to');
+    expect(fit.textContent).toContain('8 sequences');
+  });
+
+  it('says why the rollback fit is missing', async () => {
+    ipcMock.manifestCapacity.mockResolvedValue({
+      ...capacity,
+      rollback_fit_missing: 'rollback fit needs the KV budget of C1',
+    });
+    setup();
+    await selectCell('C1');
+    const missing = await screen.findByTestId('rollback-fit-missing');
+    expect(missing.textContent).toBe('rollback fit needs the KV budget of C1');
+  });
+
   it('shows the backend error when the capacity cannot be computed', async () => {
     ipcMock.manifestCapacity.mockRejectedValue({
       code: 'invalid_input',
