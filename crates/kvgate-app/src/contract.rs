@@ -17,6 +17,7 @@ use schemars::JsonSchema;
 use ts_rs::{Config, TS};
 
 use crate::fixtures::{GenerateFixtures, LoadedCorpus};
+use crate::weights::WeightsProgress;
 use crate::manifests::{
     ManifestCapacity, ManifestCheck, ManifestDiff, ManifestVocabulary, StoredManifest,
 };
@@ -53,6 +54,7 @@ pub fn write_bindings(dir: &Path) -> Result<(), String> {
     one::<Verdict>(&cfg)?;
     one::<CheckpointDigest>(&cfg)?;
     one::<WeightsComparison>(&cfg)?;
+    one::<WeightsProgress>(&cfg)?;
     Ok(())
 }
 

@@ -9,7 +9,20 @@ use kvgate_formats::weights::{
     compare, digest_checkpoint, CheckpointDigest, HashOptions, WeightsComparison, WeightsError,
 };
 
+use schemars::JsonSchema;
+use serde::Serialize;
+use ts_rs::TS;
+
 use crate::{AppError, ErrorCode};
+
+/// Progress of hashing a checkpoint, as the desktop's `weights-progress` event carries it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS, JsonSchema)]
+pub struct WeightsProgress {
+    #[ts(type = "number")]
+    pub bytes_hashed: u64,
+    #[ts(type = "number")]
+    pub bytes_total: u64,
+}
 
 fn weights_error(err: WeightsError) -> AppError {
     let code = match err {

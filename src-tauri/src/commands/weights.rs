@@ -3,22 +3,15 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+use kvgate_app::weights::WeightsProgress;
 use kvgate_app::{weights, AppError, ErrorCode};
 use kvgate_formats::weights::CheckpointDigest;
-use serde::Serialize;
 use tauri::{AppHandle, Emitter, Runtime, State};
 
 /// The cancellation flag of the checkpoint being hashed (one at a time per window).
 #[derive(Default)]
 pub struct WeightsJob {
     cancel: std::sync::Mutex<Option<Arc<AtomicBool>>>,
-}
-
-/// Progress of a weights digest, as the `weights-progress` event carries it.
-#[derive(Clone, Serialize)]
-struct WeightsProgress {
-    bytes_hashed: u64,
-    bytes_total: u64,
 }
 
 #[tauri::command]

@@ -1,5 +1,8 @@
 // The only module that talks to Tauri: every other file imports from here, never from @tauri-apps/*.
 import { invoke, type InvokeArgs } from '@tauri-apps/api/core';
+import { listen } from '@tauri-apps/api/event';
+import type { CheckpointDigest } from '$lib/bindings/CheckpointDigest';
+import type { WeightsProgress } from '$lib/bindings/WeightsProgress';
 import type { AppInfo } from '$lib/bindings/AppInfo';
 import type { DisjointReport } from '$lib/bindings/DisjointReport';
 import type { GenerateFixtures } from '$lib/bindings/GenerateFixtures';
@@ -71,3 +74,15 @@ export const openCorpus = (dir: string): Promise<LoadedCorpus> => call('open_cor
 
 /** Whether two corpus folders share an item or a protected answer (both digests verified first). */
 export const checkCorpora = (a: string, b: string): Promise<DisjointReport> => call('check_corpora', { a, b });
+
+/** Hashes a checkpoint (safetensors directory or file, GGUF file) in place; scale tensors are
+ * listed and kept out of the weights digest. Progress arrives through `onWeightsProgress`. */
+export const digestWeights = (path: string): Promise<CheckpointDigest> => call('digest_weights', { path });
+
+/** Stops the running digest; it then rejects and nothing partial is returned. */
+export const cancelWeightsDigest = (): Promise<boolean> => call('cancel_weights_digest');
+
+/** Subscribes to hashing progress; resolves to the function that unsubscribes. */
+export function onWeightsProgress(handler: (progress: WeightsProgress) => void): Promise<() => void> {
+  return listen<WeightsProgress>('weights-progress', (event) => handler(event.payload));
+}
