@@ -17,10 +17,10 @@ use schemars::JsonSchema;
 use ts_rs::{Config, TS};
 
 use crate::fixtures::{GenerateFixtures, LoadedCorpus};
-use crate::weights::WeightsProgress;
 use crate::manifests::{
     ManifestCapacity, ManifestCheck, ManifestDiff, ManifestVocabulary, StoredManifest,
 };
+use crate::weights::WeightsProgress;
 use crate::{AppError, AppInfo, ErrorCode};
 
 /// Exports every type the UI exchanges with the shells, with its dependencies, into `dir`.
