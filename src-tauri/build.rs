@@ -21,6 +21,7 @@ fn main() {
         "check_corpora",
         "digest_weights",
         "cancel_weights_digest",
+        "compare_weights",
     ]);
     tauri_build::try_build(tauri_build::Attributes::new().app_manifest(manifest))
         .expect("tauri build script failed");

@@ -35,6 +35,7 @@ pub fn build_app<R: Runtime>(builder: Builder<R>, app: App) -> Builder<R> {
             commands::fixtures::open_corpus,
             commands::fixtures::check_corpora,
             commands::weights::digest_weights,
+            commands::weights::compare_weights,
             commands::weights::cancel_weights_digest,
         ])
 }

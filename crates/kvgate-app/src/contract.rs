@@ -20,7 +20,7 @@ use crate::fixtures::{GenerateFixtures, LoadedCorpus};
 use crate::manifests::{
     ManifestCapacity, ManifestCheck, ManifestDiff, ManifestVocabulary, StoredManifest,
 };
-use crate::weights::WeightsProgress;
+use crate::weights::{CheckpointComparison, WeightsProgress};
 use crate::{AppError, AppInfo, ErrorCode};
 
 /// Exports every type the UI exchanges with the shells, with its dependencies, into `dir`.
@@ -55,6 +55,7 @@ pub fn write_bindings(dir: &Path) -> Result<(), String> {
     one::<CheckpointDigest>(&cfg)?;
     one::<WeightsComparison>(&cfg)?;
     one::<WeightsProgress>(&cfg)?;
+    one::<CheckpointComparison>(&cfg)?;
     Ok(())
 }
 

@@ -45,6 +45,14 @@ pub fn digest_weights(
         .map_err(weights_error)
 }
 
+/// Both checkpoints' digests and what differs between them.
+#[derive(Debug, Clone, PartialEq, Serialize, TS, JsonSchema)]
+pub struct CheckpointComparison {
+    pub base: CheckpointDigest,
+    pub candidate: CheckpointDigest,
+    pub comparison: WeightsComparison,
+}
+
 /// Compares a candidate checkpoint with its base: identical, identical with scales added, or
 /// which tensors differ.
 pub fn compare_weights(
@@ -52,9 +60,13 @@ pub fn compare_weights(
     candidate: &Path,
     progress: &(dyn Fn(u64, u64) + Sync),
     cancel: &AtomicBool,
-) -> Result<(CheckpointDigest, CheckpointDigest, WeightsComparison), AppError> {
-    let base_digest = digest_weights(base, progress, cancel)?;
-    let candidate_digest = digest_weights(candidate, progress, cancel)?;
-    let comparison = compare(&base_digest, &candidate_digest);
-    Ok((base_digest, candidate_digest, comparison))
+) -> Result<CheckpointComparison, AppError> {
+    let base = digest_weights(base, progress, cancel)?;
+    let candidate = digest_weights(candidate, progress, cancel)?;
+    let comparison = compare(&base, &candidate);
+    Ok(CheckpointComparison {
+        base,
+        candidate,
+        comparison,
+    })
 }

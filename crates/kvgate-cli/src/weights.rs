@@ -6,8 +6,7 @@ use std::time::Instant;
 use clap::Subcommand;
 use kvgate_app::weights::{compare_weights, digest_weights};
 use kvgate_app::AppError;
-use kvgate_formats::weights::{CheckpointDigest, SCALE_TENSOR_PATTERNS};
-use serde::Serialize;
+use kvgate_formats::weights::SCALE_TENSOR_PATTERNS;
 
 use crate::{print_json, Outcome};
 
@@ -74,13 +73,6 @@ impl ProgressLine {
     }
 }
 
-#[derive(Serialize)]
-struct Comparison<'a> {
-    base: &'a CheckpointDigest,
-    candidate: &'a CheckpointDigest,
-    comparison: &'a kvgate_formats::weights::WeightsComparison,
-}
-
 pub fn run(cmd: WeightsCommand) -> Result<Outcome, AppError> {
     let progress = ProgressLine::new();
     let cancel = AtomicBool::new(false);
@@ -131,17 +123,13 @@ pub fn run(cmd: WeightsCommand) -> Result<Outcome, AppError> {
             candidate,
             json,
         } => {
-            let (b, c, comparison) = compare_weights(&base, &candidate, &update, &cancel)?;
+            let result = compare_weights(&base, &candidate, &update, &cancel)?;
             if json {
-                print_json(&Comparison {
-                    base: &b,
-                    candidate: &c,
-                    comparison: &comparison,
-                })?;
+                print_json(&result)?;
             } else {
-                println!("{comparison}");
+                println!("{}", result.comparison);
             }
-            Ok(if comparison.weights_identical() {
+            Ok(if result.comparison.weights_identical() {
                 Outcome::Success
             } else {
                 Outcome::Failure(1)

@@ -3,23 +3,24 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use kvgate_app::weights::WeightsProgress;
+use kvgate_app::weights::{CheckpointComparison, WeightsProgress};
 use kvgate_app::{weights, AppError, ErrorCode};
 use kvgate_formats::weights::CheckpointDigest;
 use tauri::{AppHandle, Emitter, Runtime, State};
 
-/// The cancellation flag of the checkpoint being hashed (one at a time per window).
+/// The cancellation flag of the checkpoint hashing under way (one at a time).
 #[derive(Default)]
 pub struct WeightsJob {
     cancel: std::sync::Mutex<Option<Arc<AtomicBool>>>,
 }
 
-#[tauri::command]
-pub async fn digest_weights<R: Runtime>(
+/// Runs `work` off the async threads as the one hashing job, emitting throttled
+/// `weights-progress` events; `cancel_weights_digest` stops it.
+async fn hashing_job<R: Runtime, T: Send + 'static>(
     app: AppHandle<R>,
-    job: State<'_, WeightsJob>,
-    path: String,
-) -> Result<CheckpointDigest, AppError> {
+    job: &WeightsJob,
+    work: impl FnOnce(&(dyn Fn(u64, u64) + Sync), &AtomicBool) -> Result<T, AppError> + Send + 'static,
+) -> Result<T, AppError> {
     let cancel = Arc::new(AtomicBool::new(false));
     {
         let mut current = job.cancel.lock().expect("weights job lock");
@@ -50,12 +51,42 @@ pub async fn digest_weights<R: Runtime>(
                 },
             );
         };
-        weights::digest_weights(&PathBuf::from(path), &progress, &flag)
+        work(&progress, &flag)
     })
     .await
     .map_err(|e| AppError::new(ErrorCode::Internal, e.to_string()));
     *job.cancel.lock().expect("weights job lock") = None;
     result?
+}
+
+#[tauri::command]
+pub async fn digest_weights<R: Runtime>(
+    app: AppHandle<R>,
+    job: State<'_, WeightsJob>,
+    path: String,
+) -> Result<CheckpointDigest, AppError> {
+    hashing_job(app, &job, move |progress, cancel| {
+        weights::digest_weights(&PathBuf::from(path), progress, cancel)
+    })
+    .await
+}
+
+#[tauri::command]
+pub async fn compare_weights<R: Runtime>(
+    app: AppHandle<R>,
+    job: State<'_, WeightsJob>,
+    base: String,
+    candidate: String,
+) -> Result<CheckpointComparison, AppError> {
+    hashing_job(app, &job, move |progress, cancel| {
+        weights::compare_weights(
+            &PathBuf::from(base),
+            &PathBuf::from(candidate),
+            progress,
+            cancel,
+        )
+    })
+    .await
 }
 
 #[tauri::command]

@@ -257,3 +257,28 @@ fn weights_digest_of_a_checkpoint_directory() {
     .unwrap_err();
     assert_eq!(err["code"], "storage");
 }
+
+#[test]
+fn weights_compare_lists_the_differing_tensor() {
+    let h = harness();
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, last: u8| {
+        let header =
+            br#"{"model.layers.0.mlp.weight":{"dtype":"BF16","shape":[4],"data_offsets":[0,8]}}"#;
+        let mut file = (header.len() as u64).to_le_bytes().to_vec();
+        file.extend_from_slice(header);
+        file.extend_from_slice(&[1, 2, 3, 4, 5, 6, 7, last]);
+        let path = dir.path().join(name);
+        std::fs::write(&path, file).unwrap();
+        path.to_str().unwrap().to_owned()
+    };
+    let (a, b) = (write("a.safetensors", 8), write("b.safetensors", 9));
+    let result = invoke(&h, "compare_weights", json!({"base": a, "candidate": b})).unwrap();
+    let verdict = &result["comparison"]["verdict"];
+    assert_eq!(verdict["kind"], "weights_differ");
+    assert_eq!(
+        verdict["differences"][0]["name"],
+        "model.layers.0.mlp.weight"
+    );
+    assert_eq!(verdict["differences"][0]["what"], "bytes");
+}

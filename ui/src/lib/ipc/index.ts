@@ -1,6 +1,7 @@
 // The only module that talks to Tauri: every other file imports from here, never from @tauri-apps/*.
 import { invoke, type InvokeArgs } from '@tauri-apps/api/core';
 import { listen } from '@tauri-apps/api/event';
+import type { CheckpointComparison } from '$lib/bindings/CheckpointComparison';
 import type { CheckpointDigest } from '$lib/bindings/CheckpointDigest';
 import type { WeightsProgress } from '$lib/bindings/WeightsProgress';
 import type { AppInfo } from '$lib/bindings/AppInfo';
@@ -78,6 +79,10 @@ export const checkCorpora = (a: string, b: string): Promise<DisjointReport> => c
 /** Hashes a checkpoint (safetensors directory or file, GGUF file) in place; scale tensors are
  * listed and kept out of the weights digest. Progress arrives through `onWeightsProgress`. */
 export const digestWeights = (path: string): Promise<CheckpointDigest> => call('digest_weights', { path });
+
+/** Hashes both checkpoints and lists the weight tensors that differ (name, dtype, shape or bytes). */
+export const compareWeights = (base: string, candidate: string): Promise<CheckpointComparison> =>
+  call('compare_weights', { base, candidate });
 
 /** Stops the running digest; it then rejects and nothing partial is returned. */
 export const cancelWeightsDigest = (): Promise<boolean> => call('cancel_weights_digest');
