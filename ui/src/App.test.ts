@@ -45,6 +45,7 @@ beforeEach(() => {
     decision_table: [],
     kv_capacity_caveat: '',
     coupling_warning: '',
+    scale_tensor_patterns: [],
   });
   ipcMock.listManifests.mockResolvedValue([]);
 });

@@ -9,6 +9,7 @@ use kvgate_core::manifest::{
     C1_C2_COUPLING_WARNING,
 };
 use kvgate_core::test_cell::{DecisionTableRow, TestCell, DECISION_TABLE};
+use kvgate_formats::weights::{ScaleTensorPattern, SCALE_TENSOR_PATTERNS};
 use kvgate_store::ManifestRecord;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -70,6 +71,8 @@ pub struct ManifestVocabulary {
     pub decision_table: Vec<DecisionTableRow>,
     pub kv_capacity_caveat: String,
     pub coupling_warning: String,
+    /// Tensor names recognised as KV/attention scale metadata, kept out of the weights digest.
+    pub scale_tensor_patterns: Vec<ScaleTensorPattern>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, TS, JsonSchema)]
@@ -139,6 +142,7 @@ pub fn manifest_vocabulary() -> ManifestVocabulary {
         decision_table: DECISION_TABLE.to_vec(),
         kv_capacity_caveat: NOT_FOR_LATENT_OR_HYBRID.to_owned(),
         coupling_warning: C1_C2_COUPLING_WARNING.to_owned(),
+        scale_tensor_patterns: SCALE_TENSOR_PATTERNS.to_vec(),
     }
 }
 

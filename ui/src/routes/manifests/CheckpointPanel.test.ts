@@ -52,7 +52,12 @@ describe('CheckpointPanel', () => {
   it('computes the digests and applies them to the draft', async () => {
     ipcMock.digestWeights.mockResolvedValue(digest);
     const onapply = vi.fn();
-    render(CheckpointPanel, { onapply, disabled: false });
+    render(CheckpointPanel, {
+      onapply,
+      disabled: false,
+      patterns: [{ pattern: '*.k_scale', kind: 'k', origin: 'vLLM' }],
+    });
+    expect(screen.getByTestId('checkpoint-patterns').textContent).toContain('*.k_scale');
     await fireEvent.input(screen.getByTestId('checkpoint-path'), { target: { value: '/models/c2' } });
     await fireEvent.click(screen.getByTestId('checkpoint-compute'));
     expect((await screen.findByTestId('checkpoint-weights-digest')).textContent).toBe('a'.repeat(64));
@@ -69,7 +74,7 @@ describe('CheckpointPanel', () => {
 
   it('shows the backend error, naming the file', async () => {
     ipcMock.digestWeights.mockRejectedValue({ code: 'storage', message: 'file `/nope`: No such file' });
-    render(CheckpointPanel, { onapply: vi.fn(), disabled: false });
+    render(CheckpointPanel, { onapply: vi.fn(), disabled: false, patterns: [] });
     await fireEvent.input(screen.getByTestId('checkpoint-path'), { target: { value: '/nope' } });
     await fireEvent.click(screen.getByTestId('checkpoint-compute'));
     expect((await screen.findByTestId('checkpoint-error')).textContent).toContain('/nope');

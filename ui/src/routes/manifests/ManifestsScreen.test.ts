@@ -72,6 +72,7 @@ const vocabulary: ManifestVocabulary = {
   ],
   decision_table: [B0_ROW, C1_ROW],
   kv_capacity_caveat: CAVEAT,
+  scale_tensor_patterns: [{ pattern: '*.k_scale', kind: 'k', origin: 'vLLM, llm-compressor, ModelOpt' }],
   coupling_warning: COUPLING,
 };
 
