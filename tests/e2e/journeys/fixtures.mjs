@@ -1,32 +1,8 @@
 // Journey of the Fixtures screen: generate a corpus with the pinned tokenizer, read its grid,
 // inspect an item's evidence and distractors, then re-open the folder and check the digest.
 
+import { assert, waitUntil, valueOf } from '../helpers.mjs';
 import { join } from 'node:path';
-
-function assert(cond, message) {
-  if (!cond) throw new Error(message);
-}
-
-/** Polls `read()` until `check(value)` holds; the message names what was awaited and the last value. */
-async function waitUntil(read, check, what, timeoutMs = 20000) {
-  const deadline = Date.now() + timeoutMs;
-  let last;
-  for (;;) {
-    try {
-      last = await read();
-      if (check(last)) return last;
-    } catch (e) {
-      last = `error: ${e.message}`;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-/** The live `value` property (WebDriver's attribute endpoint returns the attribute only). */
-function valueOf(s, css) {
-  return s.script('const el = document.querySelector(arguments[0]); return el ? el.value : null;', [css]);
-}
 
 /** Picks an option of a select by clicking it, as a user does; falls back to a change event. */
 async function choose(s, css, value) {

@@ -1,13 +1,10 @@
 // Journeys of the Manifests screen: author B0, derive and edit C1, freeze both, compare them;
 // and a draft that survives a restart.
 
+import { assert, waitUntil, valueOf } from '../helpers.mjs';
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-
-function assert(cond, message) {
-  if (!cond) throw new Error(message);
-}
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 const B0_TEXT = readFileSync(resolve(root, 'fixtures/manifests/llama31-8b-h100-b0.json'), 'utf8');
@@ -15,27 +12,6 @@ const B0_TEXT = readFileSync(resolve(root, 'fixtures/manifests/llama31-8b-h100-b
 const rowNames = '[data-testid="study-row"] [data-testid="study-row-name"]';
 const field = (path) => `[data-testid="field-${path}"]`;
 const row = (cell) => `[data-testid="manifest-row"][data-cell="${cell}"]`;
-
-/** Polls `read()` until `check(value)` holds; the message names what was awaited and the last value. */
-async function waitUntil(read, check, what, timeoutMs = 20000) {
-  const deadline = Date.now() + timeoutMs;
-  let last;
-  for (;;) {
-    try {
-      last = await read();
-      if (check(last)) return last;
-    } catch (e) {
-      last = `error: ${e.message}`;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-/** The live `value` property (WebDriver's attribute endpoint returns the attribute only). */
-function valueOf(s, css) {
-  return s.script('const el = document.querySelector(arguments[0]); return el ? el.value : null;', [css]);
-}
 
 function isDisabled(s, css) {
   return s.script('const el = document.querySelector(arguments[0]); return el ? el.matches(":disabled") : null;', [

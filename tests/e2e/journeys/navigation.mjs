@@ -1,8 +1,6 @@
 // The navigation of the user tasks: every screen opens; screens not built yet say so.
 
-function assert(cond, message) {
-  if (!cond) throw new Error(message);
-}
+import { assert } from '../helpers.mjs';
 
 const tasks = ['studies', 'manifests', 'policy', 'fixtures', 'runs', 'results', 'review', 'signoff', 'packet'];
 const built = ['studies', 'manifests', 'fixtures'];

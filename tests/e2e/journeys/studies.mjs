@@ -1,8 +1,6 @@
 // Journeys of the Studies screen: the first real action, end to end.
 
-function assert(cond, message) {
-  if (!cond) throw new Error(message);
-}
+import { assert } from '../helpers.mjs';
 
 const rowNames = '[data-testid="study-row"] [data-testid="study-row-name"]';
 
