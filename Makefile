@@ -2,12 +2,16 @@
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 CARGO ?= cargo
+# Where cargo puts binaries (honours CARGO_TARGET_DIR); evaluated only when a recipe needs it.
+TARGET_DIR = $(shell $(CARGO) metadata --no-deps --format-version 1 | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).target_directory))')
 
 .PHONY: run test setup ui build test-rust test-ui test-llm llm lint e2e bench contract fmt
 
 ## Build and open the workbench on the default database (seeded with a synthetic demo study).
+# The binary `make build` made (a `cargo run` of the app alone would resolve features differently
+# and rebuild half the tree).
 run: build
-	$(CARGO) run -q -p kvgate-desktop
+	"$(TARGET_DIR)/debug/kvgate-desktop"
 
 ## Run every test: Rust (incl. the Tauri mock-runtime command tests and the drift checks),
 ## the UI unit tests, lints and type checks, and the end-to-end journeys in the real window.
