@@ -1,6 +1,7 @@
 //! `kvgate`: the workbench's actions from the command line, for CI pipelines and scripts.
 //! Each subcommand parses its arguments, calls one `kvgate-app` action and prints the result.
 
+mod evidence;
 mod fixtures;
 mod kv_capacity;
 mod manifests;
@@ -47,6 +48,9 @@ enum Command {
     /// Weights digest of a checkpoint (scale tensors excluded) and base/candidate comparison
     #[command(subcommand)]
     Weights(weights::WeightsCommand),
+    /// Compatibility evidence: what the engine actually ran, read from its startup log
+    #[command(subcommand)]
+    Evidence(evidence::EvidenceCommand),
 }
 
 /// How a command ended when it did not fail outright.
@@ -85,6 +89,7 @@ async fn run(cli: Cli) -> Result<Outcome, AppError> {
         Command::Fixtures(cmd) => return fixtures::run(cmd),
         Command::Validate(args) => return validate::run(args),
         Command::Weights(cmd) => return weights::run(cmd),
+        Command::Evidence(cmd) => return evidence::run(cmd),
         Command::Manifest(cmd) => match manifests::run_offline(cmd) {
             Ok(done) => return done,
             Err(cmd) => Command::Manifest(cmd),
@@ -99,6 +104,7 @@ async fn run(cli: Cli) -> Result<Outcome, AppError> {
         Command::Fixtures(cmd) => fixtures::run(cmd),
         Command::Validate(args) => validate::run(args),
         Command::Weights(cmd) => weights::run(cmd),
+        Command::Evidence(cmd) => evidence::run(cmd),
     };
     app.close().await;
     result

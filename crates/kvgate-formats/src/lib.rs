@@ -10,5 +10,6 @@
 /// The parsers of this crate and the version recorded with every import they produce.
 pub const PARSER_VERSION: &str = env!("CARGO_PKG_VERSION");
 
+pub mod startup_log;
 pub mod tokenizer;
 pub mod weights;

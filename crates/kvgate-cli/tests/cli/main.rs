@@ -1,5 +1,6 @@
 //! Round trips through the real `kvgate` binary against temporary database files.
 
+mod evidence;
 mod fixtures;
 mod manifests;
 mod weights;
