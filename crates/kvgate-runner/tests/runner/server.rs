@@ -122,8 +122,13 @@ async fn serve(stream: TcpStream, stats: Arc<Stats>) -> std::io::Result<()> {
             authorization: request.authorization.clone(),
             body: serde_json::from_slice(&request.body).unwrap_or(serde_json::Value::Null),
         });
-        let keep_alive = respond(reader.get_mut(), &request.path).await;
+        // A request is in flight while the server works on it; it stops counting before the answer
+        // is written, since the client may send its next request as soon as the answer arrives.
+        if let Some(ms) = slow_delay_ms(&request.path) {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+        }
         stats.in_flight.fetch_sub(1, Ordering::SeqCst);
+        let keep_alive = respond(reader.get_mut(), &request.path).await;
         if !keep_alive? {
             return Ok(());
         }
@@ -197,16 +202,22 @@ async fn end_chunks(stream: &mut TcpStream) -> std::io::Result<()> {
     stream.write_all(b"0\r\n\r\n").await
 }
 
+/// The delay of a `slow-N` path, in milliseconds.
+fn slow_delay_ms(path: &str) -> Option<u64> {
+    let mode = path.trim_start_matches('/').split('/').next()?;
+    mode.strip_prefix("slow-")
+        .map(|ms| ms.parse().unwrap_or(100))
+}
+
 /// Writes the response for `path`; `Ok(true)` keeps the connection for the next request.
 async fn respond(stream: &mut TcpStream, path: &str) -> std::io::Result<bool> {
     let mode = path.trim_start_matches('/').split('/').next().unwrap_or("");
     let api_text = path.ends_with("/v1/completions");
-    let mode = match mode.strip_prefix("slow-") {
-        Some(ms) => {
-            tokio::time::sleep(Duration::from_millis(ms.parse().unwrap_or(100))).await;
-            "fast"
-        }
-        None => mode,
+    // `slow-N` waited in `serve` already.
+    let mode = if mode.starts_with("slow-") {
+        "fast"
+    } else {
+        mode
     };
     match mode {
         "fast" => {
