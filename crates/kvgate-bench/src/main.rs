@@ -119,7 +119,7 @@ fn tokenization() -> Result<Row, String> {
     })
 }
 
-/// Weights-digest throughput on a synthetic 1 GiB bf16 safetensors checkpoint against
+/// Weights-digest throughput on a synthetic 2 GiB bf16 safetensors checkpoint against
 /// `sha256sum` of the same file (the physical limit here), both reading from the page cache.
 fn weights_hashing() -> Result<Row, String> {
     use kvgate_formats::weights::fs::open_checkpoint;
@@ -129,7 +129,7 @@ fn weights_hashing() -> Result<Row, String> {
     let dir = std::env::temp_dir().join(format!("kvgate-bench-weights-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let file = dir.join("model.safetensors");
-    let tensors = 16u64;
+    let tensors = 32u64;
     let tensor_bytes = 64u64 << 20;
     let mut header = serde_json::Map::new();
     for i in 0..tensors {
@@ -186,7 +186,7 @@ fn weights_hashing() -> Result<Row, String> {
         .map_err(|e| e.to_string())?;
         let ours = start.elapsed().as_secs_f64();
         Ok(Row {
-            benchmark: "weights digest, 1.07 GB safetensors",
+            benchmark: "weights digest, 2.15 GB safetensors",
             figure: total_gb / ours,
             unit: "GB/s",
             anchor: "sha256sum of the same file".into(),
