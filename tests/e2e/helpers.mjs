@@ -24,3 +24,17 @@ export async function waitUntil(read, check, what, timeoutMs = 20000) {
 export function valueOf(s, css) {
   return s.script('const el = document.querySelector(arguments[0]); return el ? el.value : null;', [css]);
 }
+
+/** Picks an option of a select by clicking it, as a user does; falls back to a change event. */
+export async function choose(s, css, value) {
+  await s.click(`${css} option[value="${value}"]`).catch(() => {});
+  if ((await valueOf(s, css)) !== value) {
+    await s.script(
+      'const el = document.querySelector(arguments[0]);' +
+        'el.value = arguments[1];' +
+        'el.dispatchEvent(new Event("change", { bubbles: true }));',
+      [css, value],
+    );
+  }
+  await waitUntil(() => valueOf(s, css), (v) => v === value, `${css} = ${value}`);
+}

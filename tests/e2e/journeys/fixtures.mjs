@@ -1,22 +1,8 @@
 // Journey of the Fixtures screen: generate a corpus with the pinned tokenizer, read its grid,
 // inspect an item's evidence and distractors, then re-open the folder and check the digest.
 
-import { assert, waitUntil, valueOf } from '../helpers.mjs';
+import { assert, waitUntil, valueOf, choose } from '../helpers.mjs';
 import { join } from 'node:path';
-
-/** Picks an option of a select by clicking it, as a user does; falls back to a change event. */
-async function choose(s, css, value) {
-  await s.click(`${css} option[value="${value}"]`).catch(() => {});
-  if ((await valueOf(s, css)) !== value) {
-    await s.script(
-      'const el = document.querySelector(arguments[0]);' +
-        'el.value = arguments[1];' +
-        'el.dispatchEvent(new Event("change", { bubbles: true }));',
-      [css, value],
-    );
-  }
-  await waitUntil(() => valueOf(s, css), (v) => v === value, `${css} = ${value}`);
-}
 
 /** The summary's source and digest, or the inline error: fails at once when the backend refused. */
 function summaryState(s) {

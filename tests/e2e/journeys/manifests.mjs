@@ -1,7 +1,7 @@
 // Journeys of the Manifests screen: author B0, derive and edit C1, freeze both, compare them;
 // and a draft that survives a restart.
 
-import { assert, waitUntil, valueOf } from '../helpers.mjs';
+import { assert, waitUntil, valueOf, choose } from '../helpers.mjs';
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -28,20 +28,6 @@ async function paste(s, css, text) {
       'el.dispatchEvent(new Event("input", { bubbles: true }));',
     [css, text],
   );
-}
-
-/** Picks an option of a select by clicking it, as a user does; falls back to a change event. */
-async function choose(s, css, value) {
-  await s.click(`${css} option[value="${value}"]`).catch(() => {});
-  if ((await valueOf(s, css)) !== value) {
-    await s.script(
-      'const el = document.querySelector(arguments[0]);' +
-        'el.value = arguments[1];' +
-        'el.dispatchEvent(new Event("change", { bubbles: true }));',
-      [css, value],
-    );
-  }
-  await waitUntil(() => valueOf(s, css), (v) => v === value, `${css} = ${value}`);
 }
 
 function editorDoc(s) {
