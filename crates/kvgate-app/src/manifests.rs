@@ -1,12 +1,12 @@
 //! User actions on manifests: author drafts, derive candidates, freeze, diff, KV capacity.
 
 use kvgate_core::kv_capacity::{
-    kv_bytes, rollback_fit, shape_for_manifest, token_capacity, AdmissionLimit, KvBytesBreakdown,
+    admission_of, kv_bytes, rollback_fit, shape_for_manifest, token_capacity, KvBytesBreakdown,
     RollbackFit, TokenCapacity, NOT_FOR_LATENT_OR_HYBRID,
 };
 use kvgate_core::manifest::{
-    diff, validate_cell_set, Engine, Finding, FindingKind, Manifest, ManifestProblem, Severity,
-    C1_C2_COUPLING_WARNING,
+    calibration_coupling_warning, diff, validate_cell_set, Engine, Finding, Manifest,
+    ManifestProblem, Severity, C1_C2_COUPLING_WARNING,
 };
 use kvgate_core::test_cell::{DecisionTableRow, TestCell, DECISION_TABLE};
 use kvgate_formats::weights::{ScaleTensorPattern, SCALE_TENSOR_PATTERNS};
@@ -212,14 +212,8 @@ pub fn classify_diff(
     findings: Vec<Finding>,
 ) -> ManifestDiff {
     let count = |s: Severity| findings.iter().filter(|f| f.severity == s).count() as u32;
-    let calibration_pair = matches!(
-        (reference_cell, candidate_cell),
-        ("C1", "C2") | ("C2", "C1")
-    );
-    let coupled = calibration_pair
-        && findings
-            .iter()
-            .any(|f| f.kind == FindingKind::CoupledIntervention);
+    let coupling_warning =
+        calibration_coupling_warning(reference_cell, candidate_cell, &findings).map(str::to_owned);
     ManifestDiff {
         reference_cell: reference_cell.to_owned(),
         candidate_cell: candidate_cell.to_owned(),
@@ -228,7 +222,7 @@ pub fn classify_diff(
         red: count(Severity::Red),
         amber: count(Severity::Amber),
         info: count(Severity::Info),
-        coupling_warning: coupled.then(|| C1_C2_COUPLING_WARNING.to_owned()),
+        coupling_warning,
         findings,
     }
 }
@@ -283,11 +277,7 @@ pub fn rollback_fit_of(b0: &Manifest, candidate: &Manifest) -> Result<RollbackFi
             )
         })?;
     let shape = shape_for_manifest(b0).map_err(|e| format!("manifest B0: {e}"))?;
-    let admission = AdmissionLimit {
-        max_num_seqs: candidate.scheduler.max_num_seqs,
-        positions_per_sequence: u64::from(candidate.context_limit),
-    };
-    rollback_fit(&shape, &admission, budget).map_err(|e| e.to_string())
+    rollback_fit(&shape, &admission_of(candidate), budget).map_err(|e| e.to_string())
 }
 
 impl App {

@@ -559,6 +559,15 @@ pub fn token_capacity(shape: &KvShape, budget_bytes: u64) -> Result<TokenCapacit
     })
 }
 
+/// The admission limit a candidate manifest approves: `max_num_seqs` sequences, each retaining
+/// up to the context limit (the worst case rollback must still hold).
+pub fn admission_of(candidate: &Manifest) -> AdmissionLimit {
+    AdmissionLimit {
+        max_num_seqs: candidate.scheduler.max_num_seqs,
+        positions_per_sequence: u64::from(candidate.context_limit),
+    }
+}
+
 /// Whether B0's representation (`baseline`) holds `admission` within `budget_bytes`, and how
 /// many such sequences it does hold.
 pub fn rollback_fit(

@@ -1373,6 +1373,23 @@ const C1_C2_FIXED: &[&str] = &[
     "kv_cache_dtype_skip_layers",
 ];
 
+/// The seed's warning for a C1↔C2 comparison that also changes backend, kernel or attention
+/// precision (calibration would otherwise get the credit for a kernel switch); `None` otherwise.
+pub fn calibration_coupling_warning(
+    reference_cell: &str,
+    candidate_cell: &str,
+    findings: &[Finding],
+) -> Option<&'static str> {
+    let calibration_pair = matches!(
+        (reference_cell, candidate_cell),
+        ("C1", "C2") | ("C2", "C1")
+    );
+    let coupled = findings
+        .iter()
+        .any(|f| f.kind == FindingKind::CoupledIntervention);
+    (calibration_pair && coupled).then_some(C1_C2_COUPLING_WARNING)
+}
+
 /// Every field that differs between `reference` (B0, or C1 for a C1→C2 comparison) and
 /// `candidate`, classified. Sorted by severity, then path.
 pub fn diff(reference: &Manifest, candidate: &Manifest) -> Vec<Finding> {
@@ -2005,5 +2022,33 @@ mod tests {
         let mut stray = c1.clone();
         stray.baseline_id = "other".into();
         assert_eq!(paths(&validate_cell_set(&[b0, stray])), ["[1].baseline_id"]);
+    }
+
+    #[test]
+    fn coupling_warning_only_for_a_coupled_calibration_pair() {
+        let coupled = Finding {
+            path: "kernel_revision".into(),
+            kind: FindingKind::CoupledIntervention,
+            severity: Severity::Amber,
+            reference_value: None,
+            candidate_value: None,
+            message: String::new(),
+        };
+        let plain = Finding {
+            kind: FindingKind::Intervention,
+            severity: Severity::Info,
+            ..coupled.clone()
+        };
+        let f = std::slice::from_ref(&coupled);
+        assert_eq!(
+            calibration_coupling_warning("C1", "C2", f),
+            Some(C1_C2_COUPLING_WARNING)
+        );
+        assert_eq!(
+            calibration_coupling_warning("C2", "C1", f),
+            Some(C1_C2_COUPLING_WARNING)
+        );
+        assert_eq!(calibration_coupling_warning("B0", "C1", f), None);
+        assert_eq!(calibration_coupling_warning("C1", "C2", &[plain]), None);
     }
 }
