@@ -5,7 +5,7 @@ use kvgate_core::kv_capacity::{
     RollbackFit, TokenCapacity, NOT_FOR_LATENT_OR_HYBRID,
 };
 use kvgate_core::manifest::{
-    calibration_coupling_warning, diff, validate_cell_set, Engine, Finding, Manifest,
+    calibration_coupling_warning, diff, validate_frozen_set, Engine, Finding, Manifest,
     ManifestProblem, Severity, C1_C2_COUPLING_WARNING,
 };
 use kvgate_core::test_cell::{DecisionTableRow, TestCell, DECISION_TABLE};
@@ -442,10 +442,7 @@ impl App {
             }
         }
         set.push(manifest.clone());
-        let set_problems: Vec<ManifestProblem> = validate_cell_set(&set)
-            .into_iter()
-            .filter(|p| !is_missing_b0(p))
-            .collect();
+        let set_problems = validate_frozen_set(&set);
         if !set_problems.is_empty() {
             return Err(problems_error("study manifests", &set_problems));
         }
@@ -518,9 +515,4 @@ impl App {
         }
         Ok(capacity)
     }
-}
-
-/// A study may freeze candidates before its B0; the other set rules apply all the same.
-fn is_missing_b0(problem: &ManifestProblem) -> bool {
-    problem.path == "$" && problem.expected.contains("cell B0") && problem.found == "0"
 }

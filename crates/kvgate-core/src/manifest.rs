@@ -1373,6 +1373,16 @@ const C1_C2_FIXED: &[&str] = &[
     "kv_cache_dtype_skip_layers",
 ];
 
+/// [`validate_cell_set`] for the frozen manifests of a study that may not have frozen its B0
+/// yet: a candidate may be frozen first; every other set rule applies.
+pub fn validate_frozen_set(manifests: &[Manifest]) -> Vec<ManifestProblem> {
+    let has_b0 = manifests.iter().any(|m| m.cell == "B0");
+    validate_cell_set(manifests)
+        .into_iter()
+        .filter(|p| has_b0 || !(p.path == "$" && p.found == "0"))
+        .collect()
+}
+
 /// The seed's warning for a C1↔C2 comparison that also changes backend, kernel or attention
 /// precision (calibration would otherwise get the credit for a kernel switch); `None` otherwise.
 pub fn calibration_coupling_warning(
@@ -2050,5 +2060,19 @@ mod tests {
         );
         assert_eq!(calibration_coupling_warning("B0", "C1", f), None);
         assert_eq!(calibration_coupling_warning("C1", "C2", &[plain]), None);
+    }
+
+    #[test]
+    fn a_candidate_may_be_frozen_before_b0_but_not_beside_two() {
+        let c1 = Manifest::from_json(C1_JSON).unwrap();
+        let b0 = Manifest::from_json(B0_JSON).unwrap();
+        assert!(!validate_cell_set(std::slice::from_ref(&c1)).is_empty());
+        assert!(validate_frozen_set(std::slice::from_ref(&c1)).is_empty());
+        assert!(validate_frozen_set(&[b0.clone(), c1]).is_empty());
+        let twice = validate_frozen_set(&[b0.clone(), b0]);
+        assert!(
+            twice.iter().any(|p| p.path == "$" && p.found == "2"),
+            "{twice:?}"
+        );
     }
 }
