@@ -6,9 +6,11 @@
 //! other crates feed it data and store what it returns.
 
 pub mod canonical;
+pub mod compat;
 pub mod fixtures;
 pub mod kv_capacity;
 pub mod manifest;
+pub mod metrics;
 pub mod run;
 pub mod study;
 pub mod test_cell;

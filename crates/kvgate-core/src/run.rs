@@ -8,6 +8,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
+use crate::validator::ResponseOutcome;
+
 /// How one request ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -103,6 +105,30 @@ impl RequestRecord {
         Some(self.finish_ms? - self.dispatch_ms?)
     }
 
+    /// What the validator judges: an `ok` stream is the completed text (or empty output); every
+    /// other status is a failure of its own kind. Nothing is skipped: a failed request gets a
+    /// verdict (rejected) like any other, so it stays in every denominator.
+    pub fn response_outcome(&self) -> ResponseOutcome {
+        match self.status {
+            RequestStatus::Ok if self.output_text.trim().is_empty() => ResponseOutcome::Empty,
+            RequestStatus::Ok => ResponseOutcome::Completed {
+                text: self.output_text.clone(),
+            },
+            RequestStatus::Timeout | RequestStatus::Unfinished => ResponseOutcome::Timeout,
+            RequestStatus::Error | RequestStatus::Rejected => {
+                let mut message = self.status.as_str().to_owned();
+                if let Some(code) = self.http_status {
+                    message.push_str(&format!(" (HTTP {code})"));
+                }
+                if let Some(error) = &self.error {
+                    message.push_str(": ");
+                    message.push_str(error);
+                }
+                ResponseOutcome::Error { message }
+            }
+        }
+    }
+
     /// Gaps between consecutive text chunks as they arrived over the network.
     pub fn chunk_gaps_ms(&self) -> Vec<f64> {
         self.chunk_times_ms
@@ -191,6 +217,37 @@ mod tests {
         json["ttft"] = 0.into();
         let err = serde_json::from_value::<RequestRecord>(json).unwrap_err();
         assert!(err.to_string().contains("ttft"), "{err}");
+    }
+
+    #[test]
+    fn run_record_outcome_keeps_failures_for_the_validator() {
+        assert_eq!(
+            record().response_outcome(),
+            ResponseOutcome::Completed {
+                text: "{\"a\":1}".into()
+            }
+        );
+        let empty = RequestRecord {
+            output_text: "  ".into(),
+            ..record()
+        };
+        assert_eq!(empty.response_outcome(), ResponseOutcome::Empty);
+        let failed = RequestRecord {
+            status: RequestStatus::Error,
+            http_status: Some(500),
+            error: Some("boom".into()),
+            ..record()
+        };
+        assert_eq!(
+            failed.response_outcome(),
+            ResponseOutcome::Error {
+                message: "error (HTTP 500): boom".into()
+            }
+        );
+        for status in [RequestStatus::Timeout, RequestStatus::Unfinished] {
+            let r = RequestRecord { status, ..record() };
+            assert_eq!(r.response_outcome(), ResponseOutcome::Timeout);
+        }
     }
 
     #[test]
