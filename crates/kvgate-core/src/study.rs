@@ -15,6 +15,9 @@ pub const MAX_DESCRIPTION_CHARS: usize = 4000;
 pub enum Provenance {
     /// Generated demo data, not a recorded run.
     SyntheticDemo,
+    /// The demo seeded from real recorded runs: llama.cpp on CPU, q8_0 KV as an 8-bit
+    /// stand-in for FP8 (prompts from the synthetic fixture corpus).
+    RecordedDemo,
     /// Created by a user; its evidence comes from real runs and imports.
     User,
 }
@@ -23,6 +26,7 @@ impl Provenance {
     pub fn as_str(self) -> &'static str {
         match self {
             Provenance::SyntheticDemo => "synthetic_demo",
+            Provenance::RecordedDemo => "recorded_demo",
             Provenance::User => "user",
         }
     }
@@ -31,6 +35,9 @@ impl Provenance {
     pub fn label(self) -> &'static str {
         match self {
             Provenance::SyntheticDemo => "synthetic demo",
+            Provenance::RecordedDemo => {
+                "recorded demo: llama.cpp on CPU, q8_0 KV as an 8-bit stand-in"
+            }
             Provenance::User => "user",
         }
     }
@@ -38,6 +45,7 @@ impl Provenance {
     pub fn parse(s: &str) -> Option<Self> {
         match s {
             "synthetic_demo" => Some(Provenance::SyntheticDemo),
+            "recorded_demo" => Some(Provenance::RecordedDemo),
             "user" => Some(Provenance::User),
             _ => None,
         }
@@ -169,7 +177,11 @@ mod tests {
 
     #[test]
     fn provenance_round_trips_and_labels_synthetic() {
-        for p in [Provenance::SyntheticDemo, Provenance::User] {
+        for p in [
+            Provenance::SyntheticDemo,
+            Provenance::RecordedDemo,
+            Provenance::User,
+        ] {
             assert_eq!(Provenance::parse(p.as_str()), Some(p));
         }
         assert_eq!(Provenance::SyntheticDemo.label(), "synthetic demo");

@@ -27,6 +27,14 @@ pub enum StoreError {
         "{entity} {key} is frozen: a frozen record never changes; save the change as a new one"
     )]
     Frozen { entity: &'static str, key: String },
+    #[error("{entity} {key} is a draft: only a frozen {entity} can be run; freeze it first")]
+    NotFrozen { entity: &'static str, key: String },
+    #[error("{entity} {key}: {reason}")]
+    Invalid {
+        entity: &'static str,
+        key: String,
+        reason: String,
+    },
     #[error("table {table}, row {row}, column {column}: expected {expected}, found {found:?}")]
     Corrupt {
         table: &'static str,

@@ -8,12 +8,13 @@
 
 mod error;
 mod manifests;
+mod runs;
 mod settings;
-
 mod studies;
 
 pub use error::StoreError;
 pub use manifests::ManifestRecord;
+pub use runs::{MetricScrapeRow, NewRun, RunEvidence, RunKind, RunRecord, RunState, StoredRequest};
 pub use settings::Setting;
 
 use std::path::{Path, PathBuf};

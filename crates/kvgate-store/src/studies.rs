@@ -18,7 +18,7 @@ fn study_from_row(row: &SqliteRow) -> Result<Study, StoreError> {
         table: "studies",
         row: id,
         column: "provenance",
-        expected: "synthetic_demo or user",
+        expected: "synthetic_demo, recorded_demo or user",
         found: provenance,
     })?;
     Ok(Study {

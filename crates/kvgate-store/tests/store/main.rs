@@ -1,6 +1,7 @@
 //! Store tests against real SQLite files in temporary directories.
 
 mod manifests;
+mod runs;
 mod studies;
 
 use kvgate_store::Store;

@@ -1,0 +1,1014 @@
+//! Runs of a frozen manifest against a server, and everything they measured.
+//!
+//! A run is created `running`. When it ends, [`Store::finish_run`] writes its requests, evidence
+//! and metric scrapes and then its final state in one transaction; from then on the database
+//! refuses any change to the run or anything under it. A run left `running` by a process that
+//! died is marked `interrupted` by [`Store::mark_interrupted_runs`].
+
+use kvgate_core::run::{RequestRecord, RequestStatus};
+use kvgate_core::validator::Verdict;
+use sqlx::query::Query;
+use sqlx::sqlite::{SqliteArguments, SqliteRow};
+use sqlx::{Row, Sqlite, Transaction};
+
+use crate::{now_rfc3339, Store, StoreError};
+
+/// What a run measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RunKind {
+    /// Fixture items sent and their responses judged by the validator.
+    Quality,
+    /// Requests sent on a schedule to measure latency and throughput.
+    Load,
+}
+
+impl RunKind {
+    pub const ALL: [RunKind; 2] = [RunKind::Quality, RunKind::Load];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunKind::Quality => "quality",
+            RunKind::Load => "load",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|kind| kind.as_str() == s)
+    }
+}
+
+/// Where a run is in its life. Every state but `Running` is final.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RunState {
+    Running,
+    /// Every planned request reached a final status.
+    Completed,
+    /// The user stopped it; requests never sent are stored as `rejected`, running ones as `unfinished`.
+    Cancelled,
+    /// The process running it ended before it finished; nothing it measured was stored.
+    Interrupted,
+    /// It could not go on; the note says why.
+    Failed,
+}
+
+impl RunState {
+    pub const ALL: [RunState; 5] = [
+        RunState::Running,
+        RunState::Completed,
+        RunState::Cancelled,
+        RunState::Interrupted,
+        RunState::Failed,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunState::Running => "running",
+            RunState::Completed => "completed",
+            RunState::Cancelled => "cancelled",
+            RunState::Interrupted => "interrupted",
+            RunState::Failed => "failed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|state| state.as_str() == s)
+    }
+
+    /// True for every final state: the run and everything under it can no longer change.
+    pub fn is_finished(self) -> bool {
+        self != RunState::Running
+    }
+}
+
+/// A run about to start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewRun {
+    pub study_id: i64,
+    /// A frozen manifest of that study; a draft is refused.
+    pub manifest_id: i64,
+    pub kind: RunKind,
+    /// For people, e.g. "quality · Q8 · 24 items × 1".
+    pub label: String,
+    /// `recorded` (the app ran it), `imported` or `synthetic_demo`.
+    pub provenance: String,
+    /// Canonical JSON of the run's configuration (endpoint without key, seed, arrivals, corpus
+    /// digest, …).
+    pub config_json: String,
+    /// Lowercase hex SHA-256 of `config_json`.
+    pub config_sha256: String,
+    /// Unix milliseconds of the run clock's zero.
+    pub wall_anchor_unix_ms: i64,
+    /// RFC 3339.
+    pub started_at: String,
+    /// The process executing the run, so a later process can tell a run in progress elsewhere
+    /// from one whose process died; `None` for imported runs.
+    pub owner_pid: Option<i64>,
+}
+
+/// A stored run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunRecord {
+    pub id: i64,
+    pub study_id: i64,
+    pub manifest_id: i64,
+    /// The cell of the manifest it ran.
+    pub cell: String,
+    pub kind: RunKind,
+    pub state: RunState,
+    pub label: String,
+    pub provenance: String,
+    pub config_json: String,
+    pub config_sha256: String,
+    pub wall_anchor_unix_ms: i64,
+    pub started_at: String,
+    /// When the final state was stored; `None` while running.
+    pub finished_at: Option<String>,
+    /// Run-clock milliseconds from start to end; `None` while running and for interrupted runs.
+    pub elapsed_ms: Option<f64>,
+    /// Requests in the plan, when known in advance.
+    pub planned: Option<i64>,
+    /// Measured (non-warmup) requests that ended `ok`.
+    pub ok: i64,
+    /// Measured (non-warmup) requests that ended with any other status.
+    pub failed: i64,
+    pub note: Option<String>,
+}
+
+/// One request of a run as stored: the client's record, which repeat of the plan it belongs to,
+/// whether it was a warmup, and the validator's verdict when the run judged responses.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredRequest {
+    pub record: RequestRecord,
+    pub repeat: u32,
+    pub warmup: bool,
+    pub verdict: Option<Verdict>,
+}
+
+/// Server-side evidence captured for a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunEvidence {
+    /// `startup_log`, `cache_config_info`, `metrics` or `compatibility`.
+    pub kind: String,
+    pub source_name: String,
+    /// Lowercase hex SHA-256 of the evidence as captured.
+    pub sha256: String,
+    /// The evidence text exactly as captured.
+    pub text: String,
+    /// What was read from it, as JSON, when it was parsed.
+    pub parsed_json: Option<String>,
+}
+
+/// One scrape of the server's metrics during a run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetricScrapeRow {
+    /// Run-clock milliseconds.
+    pub at_ms: f64,
+    pub values_json: String,
+}
+
+/// The `run_records` view's columns in the order `run_from_row` reads them.
+macro_rules! columns {
+    () => {
+        "id, study_id, manifest_id, cell, kind, state, label, provenance, config_json, \
+         config_sha256, wall_anchor_unix_ms, started_at, finished_at, elapsed_ms, planned, ok, \
+         failed, note"
+    };
+}
+
+/// The `run_requests` columns written per request, in bind order.
+macro_rules! request_columns {
+    () => {
+        "warmup, idx, repeat, item_id, status, planned_arrival_ms, dispatch_ms, client_delay_ms, \
+         first_token_ms, finish_ms, http_status, prompt_tokens, completion_tokens, \
+         cached_prompt_tokens, finish_reason, error, output_text, chunk_times_json, \
+         engine_timings_json, verdict_accepted, verdict_reasons_json, verdict_json"
+    };
+}
+
+/// Placeholders of one request: `run_id` and the 22 `request_columns!()`.
+macro_rules! request_values {
+    () => {
+        "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    };
+}
+
+macro_rules! request_values_x4 {
+    () => {
+        concat!(
+            request_values!(),
+            ", ",
+            request_values!(),
+            ", ",
+            request_values!(),
+            ", ",
+            request_values!()
+        )
+    };
+}
+
+macro_rules! request_values_x16 {
+    () => {
+        concat!(
+            request_values_x4!(),
+            ", ",
+            request_values_x4!(),
+            ", ",
+            request_values_x4!(),
+            ", ",
+            request_values_x4!()
+        )
+    };
+}
+
+const INSERT_REQUEST: &str = concat!(
+    "INSERT INTO run_requests (run_id, ",
+    request_columns!(),
+    ") VALUES ",
+    request_values!()
+);
+
+/// Requests written per statement by `INSERT_REQUEST_BATCH` (23 × 32 = 736 placeholders).
+const REQUEST_BATCH: usize = 32;
+
+const INSERT_REQUEST_BATCH: &str = concat!(
+    "INSERT INTO run_requests (run_id, ",
+    request_columns!(),
+    ") VALUES ",
+    request_values_x16!(),
+    ", ",
+    request_values_x16!()
+);
+
+const SELECT_RUN: &str = concat!("SELECT ", columns!(), " FROM run_records WHERE id = ?");
+
+/// The note of a run found `running` with nobody left to finish it.
+const INTERRUPTED_NOTE: &str =
+    "interrupted: the process running it ended before it finished; nothing it measured was stored";
+
+fn run_key(id: i64) -> String {
+    format!("run {id}")
+}
+
+fn not_found(id: i64) -> StoreError {
+    StoreError::NotFound {
+        entity: "run",
+        key: run_key(id),
+    }
+}
+
+fn frozen(id: i64) -> StoreError {
+    StoreError::Frozen {
+        entity: "run",
+        key: run_key(id),
+    }
+}
+
+fn invalid(id: i64, reason: String) -> StoreError {
+    StoreError::Invalid {
+        entity: "run",
+        key: run_key(id),
+        reason,
+    }
+}
+
+/// Maps the immutability triggers' refusal to a typed error naming the run.
+fn frozen_or(err: sqlx::Error, run_id: i64) -> StoreError {
+    match &err {
+        sqlx::Error::Database(db) if db.message().contains("run is finished") => frozen(run_id),
+        _ => err.into(),
+    }
+}
+
+fn corrupt(
+    table: &'static str,
+    row: i64,
+    column: &'static str,
+    expected: &'static str,
+    found: impl ToString,
+) -> StoreError {
+    StoreError::Corrupt {
+        table,
+        row,
+        column,
+        expected,
+        found: found.to_string(),
+    }
+}
+
+fn run_from_row(row: &SqliteRow) -> Result<RunRecord, StoreError> {
+    let id: i64 = row.try_get("id")?;
+    let kind: String = row.try_get("kind")?;
+    let kind = RunKind::parse(&kind)
+        .ok_or_else(|| corrupt("runs", id, "kind", "quality or load", &kind))?;
+    let state: String = row.try_get("state")?;
+    let state = RunState::parse(&state).ok_or_else(|| {
+        corrupt(
+            "runs",
+            id,
+            "state",
+            "running, completed, cancelled, interrupted or failed",
+            &state,
+        )
+    })?;
+    Ok(RunRecord {
+        id,
+        study_id: row.try_get("study_id")?,
+        manifest_id: row.try_get("manifest_id")?,
+        cell: row.try_get("cell")?,
+        kind,
+        state,
+        label: row.try_get("label")?,
+        provenance: row.try_get("provenance")?,
+        config_json: row.try_get("config_json")?,
+        config_sha256: row.try_get("config_sha256")?,
+        wall_anchor_unix_ms: row.try_get("wall_anchor_unix_ms")?,
+        started_at: row.try_get("started_at")?,
+        finished_at: row.try_get("finished_at")?,
+        elapsed_ms: row.try_get("elapsed_ms")?,
+        planned: row.try_get("planned")?,
+        ok: row.try_get("ok")?,
+        failed: row.try_get("failed")?,
+        note: row.try_get("note")?,
+    })
+}
+
+/// An integer column converted to its Rust type, or a `Corrupt` error naming the row.
+fn int<T: TryFrom<i64>>(
+    row: &SqliteRow,
+    row_id: i64,
+    column: &'static str,
+    expected: &'static str,
+) -> Result<T, StoreError> {
+    let value: i64 = row.try_get(column)?;
+    T::try_from(value).map_err(|_| corrupt("run_requests", row_id, column, expected, value))
+}
+
+fn opt_int<T: TryFrom<i64>>(
+    row: &SqliteRow,
+    row_id: i64,
+    column: &'static str,
+    expected: &'static str,
+) -> Result<Option<T>, StoreError> {
+    let value: Option<i64> = row.try_get(column)?;
+    value
+        .map(|v| T::try_from(v).map_err(|_| corrupt("run_requests", row_id, column, expected, v)))
+        .transpose()
+}
+
+fn request_from_row(row: &SqliteRow) -> Result<StoredRequest, StoreError> {
+    let row_id: i64 = row.try_get("row_id")?;
+    let status: String = row.try_get("status")?;
+    let status = RequestStatus::parse(&status).ok_or_else(|| {
+        corrupt(
+            "run_requests",
+            row_id,
+            "status",
+            "ok, error, timeout, rejected or unfinished",
+            &status,
+        )
+    })?;
+    let chunk_times: String = row.try_get("chunk_times_json")?;
+    let chunk_times_ms = serde_json::from_str(&chunk_times).map_err(|_| {
+        corrupt(
+            "run_requests",
+            row_id,
+            "chunk_times_json",
+            "a JSON array of numbers",
+            &chunk_times,
+        )
+    })?;
+    let engine_timings: Option<String> = row.try_get("engine_timings_json")?;
+    let engine_timings = engine_timings
+        .map(|text| {
+            serde_json::from_str(&text)
+                .map_err(|_| corrupt("run_requests", row_id, "engine_timings_json", "JSON", &text))
+        })
+        .transpose()?;
+    let verdict: Option<String> = row.try_get("verdict_json")?;
+    let verdict = verdict
+        .map(|text| {
+            serde_json::from_str(&text).map_err(|_| {
+                corrupt(
+                    "run_requests",
+                    row_id,
+                    "verdict_json",
+                    "a validator verdict",
+                    &text,
+                )
+            })
+        })
+        .transpose()?;
+    let warmup: i64 = row.try_get("warmup")?;
+    Ok(StoredRequest {
+        record: RequestRecord {
+            index: int(row, row_id, "idx", "an index from 0 to 4294967295")?,
+            item_id: row.try_get("item_id")?,
+            planned_arrival_ms: row.try_get("planned_arrival_ms")?,
+            dispatch_ms: row.try_get("dispatch_ms")?,
+            client_delay_ms: row.try_get("client_delay_ms")?,
+            first_token_ms: row.try_get("first_token_ms")?,
+            chunk_times_ms,
+            finish_ms: row.try_get("finish_ms")?,
+            status,
+            http_status: opt_int(row, row_id, "http_status", "an HTTP status code")?,
+            error: row.try_get("error")?,
+            output_text: row.try_get("output_text")?,
+            prompt_tokens: opt_int(row, row_id, "prompt_tokens", "a token count")?,
+            completion_tokens: opt_int(row, row_id, "completion_tokens", "a token count")?,
+            cached_prompt_tokens: opt_int(row, row_id, "cached_prompt_tokens", "a token count")?,
+            finish_reason: row.try_get("finish_reason")?,
+            engine_timings,
+        },
+        repeat: int(row, row_id, "repeat", "a repeat from 0 to 4294967295")?,
+        warmup: warmup != 0,
+        verdict,
+    })
+}
+
+/// One request converted to the values bound into `INSERT_REQUEST`, checked for what SQLite
+/// cannot keep exactly (a NaN becomes NULL, an infinity has no JSON form, a count above
+/// `i64::MAX` does not fit).
+struct RequestRow {
+    prompt_tokens: Option<i64>,
+    completion_tokens: Option<i64>,
+    cached_prompt_tokens: Option<i64>,
+    chunk_times_json: String,
+    engine_timings_json: Option<String>,
+    verdict_accepted: Option<bool>,
+    verdict_reasons_json: Option<String>,
+    verdict_json: Option<String>,
+}
+
+impl RequestRow {
+    fn new(run_id: i64, request: &StoredRequest) -> Result<RequestRow, StoreError> {
+        let r = &request.record;
+        let which = || {
+            let warmup = if request.warmup { "warmup " } else { "" };
+            format!("{warmup}request {}", r.index)
+        };
+        let times = [
+            ("planned_arrival_ms", Some(r.planned_arrival_ms)),
+            ("dispatch_ms", r.dispatch_ms),
+            ("client_delay_ms", r.client_delay_ms),
+            ("first_token_ms", r.first_token_ms),
+            ("finish_ms", r.finish_ms),
+        ];
+        for (name, value) in times {
+            if let Some(value) = value.filter(|v| !v.is_finite()) {
+                return Err(invalid(
+                    run_id,
+                    format!("{}: {name} must be a finite number, found {value}", which()),
+                ));
+            }
+        }
+        if let Some(value) = r.chunk_times_ms.iter().find(|v| !v.is_finite()) {
+            return Err(invalid(
+                run_id,
+                format!(
+                    "{}: chunk_times_ms must hold finite numbers, found {value}",
+                    which()
+                ),
+            ));
+        }
+        let count = |name: &str, value: Option<u64>| -> Result<Option<i64>, StoreError> {
+            value
+                .map(|v| {
+                    i64::try_from(v).map_err(|_| {
+                        invalid(
+                            run_id,
+                            format!("{}: {name} {v} exceeds {}", which(), i64::MAX),
+                        )
+                    })
+                })
+                .transpose()
+        };
+        let json = |name: &str, result: serde_json::Result<String>| {
+            result.map_err(|e| invalid(run_id, format!("{}: {name}: {e}", which())))
+        };
+        let verdict = request.verdict.as_ref();
+        Ok(RequestRow {
+            prompt_tokens: count("prompt_tokens", r.prompt_tokens)?,
+            completion_tokens: count("completion_tokens", r.completion_tokens)?,
+            cached_prompt_tokens: count("cached_prompt_tokens", r.cached_prompt_tokens)?,
+            chunk_times_json: json("chunk_times_ms", serde_json::to_string(&r.chunk_times_ms))?,
+            engine_timings_json: r
+                .engine_timings
+                .as_ref()
+                .map(|v| json("engine_timings", serde_json::to_string(v)))
+                .transpose()?,
+            verdict_accepted: verdict.map(|v| v.accepted),
+            verdict_reasons_json: verdict
+                .map(|v| json("verdict", serde_json::to_string(&v.reasons)))
+                .transpose()?,
+            verdict_json: verdict
+                .map(|v| json("verdict", serde_json::to_string(v)))
+                .transpose()?,
+        })
+    }
+}
+
+type Insert = Query<'static, Sqlite, SqliteArguments>;
+
+/// Binds one request's 23 values, in the order of `request_values!()`.
+fn bind_request(query: Insert, run_id: i64, request: &StoredRequest) -> Result<Insert, StoreError> {
+    let row = RequestRow::new(run_id, request)?;
+    let r = &request.record;
+    Ok(query
+        .bind(run_id)
+        .bind(request.warmup)
+        .bind(r.index)
+        .bind(request.repeat)
+        .bind(r.item_id.clone())
+        .bind(r.status.as_str())
+        .bind(r.planned_arrival_ms)
+        .bind(r.dispatch_ms)
+        .bind(r.client_delay_ms)
+        .bind(r.first_token_ms)
+        .bind(r.finish_ms)
+        .bind(r.http_status)
+        .bind(row.prompt_tokens)
+        .bind(row.completion_tokens)
+        .bind(row.cached_prompt_tokens)
+        .bind(r.finish_reason.clone())
+        .bind(r.error.clone())
+        .bind(r.output_text.clone())
+        .bind(row.chunk_times_json)
+        .bind(row.engine_timings_json)
+        .bind(row.verdict_accepted)
+        .bind(row.verdict_reasons_json)
+        .bind(row.verdict_json))
+}
+
+async fn insert_request(
+    tx: &mut Transaction<'static, Sqlite>,
+    run_id: i64,
+    request: &StoredRequest,
+) -> Result<(), StoreError> {
+    bind_request(sqlx::query(INSERT_REQUEST), run_id, request)?
+        .execute(&mut **tx)
+        .await
+        .map_err(|err| {
+            if StoreError::is_unique_violation(&err) {
+                StoreError::Conflict {
+                    entity: if request.warmup {
+                        "warmup request"
+                    } else {
+                        "request"
+                    },
+                    field: "index",
+                    value: request.record.index.to_string(),
+                }
+            } else {
+                frozen_or(err, run_id)
+            }
+        })?;
+    Ok(())
+}
+
+/// The state of a run inside a transaction: `NotFound` when absent, `Frozen` once finished.
+async fn require_running(
+    tx: &mut Transaction<'static, Sqlite>,
+    run_id: i64,
+) -> Result<(), StoreError> {
+    let state: Option<String> = sqlx::query_scalar("SELECT state FROM runs WHERE id = ?")
+        .bind(run_id)
+        .fetch_optional(&mut **tx)
+        .await?;
+    match state.as_deref() {
+        None => Err(not_found(run_id)),
+        Some("running") => Ok(()),
+        Some(_) => Err(frozen(run_id)),
+    }
+}
+
+async fn run_in(
+    tx: &mut Transaction<'static, Sqlite>,
+    run_id: i64,
+) -> Result<RunRecord, StoreError> {
+    let row = sqlx::query(SELECT_RUN)
+        .bind(run_id)
+        .fetch_optional(&mut **tx)
+        .await?;
+    match row {
+        Some(row) => run_from_row(&row),
+        None => Err(not_found(run_id)),
+    }
+}
+
+/// Why a run cannot end this way, if it cannot.
+fn final_state_refusal(state: RunState, elapsed_ms: Option<f64>) -> Option<String> {
+    if !state.is_finished() {
+        return Some("a run can only be finished with a final state, not running".into());
+    }
+    elapsed_ms
+        .filter(|e| !e.is_finite() || *e < 0.0)
+        .map(|e| format!("elapsed_ms must be a finite number ≥ 0, found {e}"))
+}
+
+/// Inserts a `running` run after checking its manifest: `NotFound` when absent, `Invalid` when
+/// it belongs to another study, `NotFrozen` for a draft.
+async fn insert_run(
+    tx: &mut Transaction<'static, Sqlite>,
+    run: &NewRun,
+) -> Result<i64, StoreError> {
+    let manifest: Option<(i64, Option<String>)> =
+        sqlx::query_as("SELECT study_id, frozen_at FROM manifests WHERE id = ?")
+            .bind(run.manifest_id)
+            .fetch_optional(&mut **tx)
+            .await?;
+    let manifest_key = format!("id {}", run.manifest_id);
+    match manifest {
+        None => {
+            return Err(StoreError::NotFound {
+                entity: "manifest",
+                key: manifest_key,
+            })
+        }
+        Some((study_id, _)) if study_id != run.study_id => {
+            return Err(StoreError::Invalid {
+                entity: "manifest",
+                key: manifest_key,
+                reason: format!("belongs to study {study_id}, not to study {}", run.study_id),
+            })
+        }
+        Some((_, None)) => {
+            return Err(StoreError::NotFrozen {
+                entity: "manifest",
+                key: manifest_key,
+            })
+        }
+        Some((_, Some(_))) => {}
+    }
+    let sql = concat!(
+        "INSERT INTO runs (study_id, manifest_id, kind, state, label, provenance, config_json, ",
+        "config_sha256, wall_anchor_unix_ms, started_at, owner_pid) ",
+        "VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?) RETURNING id"
+    );
+    let id = sqlx::query_scalar(sql)
+        .bind(run.study_id)
+        .bind(run.manifest_id)
+        .bind(run.kind.as_str())
+        .bind(&run.label)
+        .bind(&run.provenance)
+        .bind(&run.config_json)
+        .bind(&run.config_sha256)
+        .bind(run.wall_anchor_unix_ms)
+        .bind(&run.started_at)
+        .bind(run.owner_pid)
+        .fetch_one(&mut **tx)
+        .await?;
+    Ok(id)
+}
+
+/// Commits what `written` stored, or rolls it all back and returns its error.
+async fn commit_or_rollback(
+    tx: Transaction<'static, Sqlite>,
+    written: Result<RunRecord, StoreError>,
+) -> Result<RunRecord, StoreError> {
+    match written {
+        Ok(record) => {
+            tx.commit().await?;
+            Ok(record)
+        }
+        Err(err) => {
+            // The refusal matters more than a failed rollback, which still ends the
+            // transaction when the connection goes back to the pool.
+            let _ = tx.rollback().await;
+            Err(err)
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn write_finish(
+    tx: &mut Transaction<'static, Sqlite>,
+    run_id: i64,
+    state: RunState,
+    finished_at: &str,
+    elapsed_ms: Option<f64>,
+    planned: Option<i64>,
+    note: Option<&str>,
+    requests: &[StoredRequest],
+    evidence: &[RunEvidence],
+    scrapes: &[MetricScrapeRow],
+) -> Result<RunRecord, StoreError> {
+    require_running(tx, run_id).await?;
+
+    // Full batches through one statement, the rest one by one through another: the same static
+    // SQL on the same connection, so sqlx prepares each once and reuses it.
+    let mut batches = requests.chunks_exact(REQUEST_BATCH);
+    for batch in &mut batches {
+        let mut query = sqlx::query(INSERT_REQUEST_BATCH);
+        for request in batch {
+            query = bind_request(query, run_id, request)?;
+        }
+        match query.execute(&mut **tx).await {
+            Ok(_) => {}
+            // SQLite undid the whole statement; one by one, the refusal names the request.
+            Err(err) if StoreError::is_unique_violation(&err) => {
+                for request in batch {
+                    insert_request(tx, run_id, request).await?;
+                }
+            }
+            Err(err) => return Err(frozen_or(err, run_id)),
+        }
+    }
+    for request in batches.remainder() {
+        insert_request(tx, run_id, request).await?;
+    }
+
+    let insert_evidence = concat!(
+        "INSERT INTO run_evidence (run_id, seq, kind, source_name, sha256, text, parsed_json) ",
+        "VALUES (?, ?, ?, ?, ?, ?, ?)"
+    );
+    for (seq, item) in (0_i64..).zip(evidence) {
+        sqlx::query(insert_evidence)
+            .bind(run_id)
+            .bind(seq)
+            .bind(item.kind.as_str())
+            .bind(item.source_name.as_str())
+            .bind(item.sha256.as_str())
+            .bind(item.text.as_str())
+            .bind(item.parsed_json.as_deref())
+            .execute(&mut **tx)
+            .await
+            .map_err(|e| frozen_or(e, run_id))?;
+    }
+
+    let insert_scrape =
+        "INSERT INTO run_metric_scrapes (run_id, seq, at_ms, values_json) VALUES (?, ?, ?, ?)";
+    for (seq, scrape) in (0_i64..).zip(scrapes) {
+        if !scrape.at_ms.is_finite() {
+            return Err(invalid(
+                run_id,
+                format!(
+                    "metric scrape {seq}: at_ms must be a finite number, found {}",
+                    scrape.at_ms
+                ),
+            ));
+        }
+        sqlx::query(insert_scrape)
+            .bind(run_id)
+            .bind(seq)
+            .bind(scrape.at_ms)
+            .bind(scrape.values_json.as_str())
+            .execute(&mut **tx)
+            .await
+            .map_err(|e| frozen_or(e, run_id))?;
+    }
+
+    // The final state last: from here on the triggers refuse any change to the run.
+    let finish = concat!(
+        "UPDATE runs SET state = ?, finished_at = ?, elapsed_ms = ?, planned = ?, note = ?, ",
+        "ok = (SELECT count(*) FROM run_requests ",
+        "WHERE run_id = runs.id AND warmup = 0 AND status = 'ok'), ",
+        "failed = (SELECT count(*) FROM run_requests ",
+        "WHERE run_id = runs.id AND warmup = 0 AND status <> 'ok') ",
+        "WHERE id = ? AND state = 'running'"
+    );
+    let done = sqlx::query(finish)
+        .bind(state.as_str())
+        .bind(finished_at)
+        .bind(elapsed_ms)
+        .bind(planned)
+        .bind(note)
+        .bind(run_id)
+        .execute(&mut **tx)
+        .await
+        .map_err(|e| frozen_or(e, run_id))?;
+    if done.rows_affected() != 1 {
+        return Err(frozen(run_id));
+    }
+    run_in(tx, run_id).await
+}
+
+impl Store {
+    /// Starts a run of a frozen manifest of the study: stored `running`, with no counts.
+    pub async fn create_run(&self, run: &NewRun) -> Result<RunRecord, StoreError> {
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+        let id = insert_run(&mut tx, run).await?;
+        let record = run_in(&mut tx, id).await?;
+        tx.commit().await?;
+        Ok(record)
+    }
+
+    /// One transaction: all requests, evidence, scrapes, then the final state, counts,
+    /// `elapsed_ms`, `planned`, `finished_at` and note. Any error → nothing of it stored and the
+    /// run stays running.
+    ///
+    /// `ok` and `failed` count the stored non-warmup requests. `state` must be final; a run that
+    /// is already finished is `Frozen`, a missing one `NotFound`.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn finish_run(
+        &self,
+        run_id: i64,
+        state: RunState,
+        elapsed_ms: Option<f64>,
+        planned: Option<i64>,
+        note: Option<&str>,
+        requests: &[StoredRequest],
+        evidence: &[RunEvidence],
+        scrapes: &[MetricScrapeRow],
+    ) -> Result<RunRecord, StoreError> {
+        if let Some(reason) = final_state_refusal(state, elapsed_ms) {
+            return Err(invalid(run_id, reason));
+        }
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+        let finished_at = now_rfc3339();
+        let written = write_finish(
+            &mut tx,
+            run_id,
+            state,
+            &finished_at,
+            elapsed_ms,
+            planned,
+            note,
+            requests,
+            evidence,
+            scrapes,
+        )
+        .await;
+        commit_or_rollback(tx, written).await
+    }
+
+    /// A run that already ended elsewhere (an imported run file), stored in one transaction:
+    /// created as [`Store::create_run`] does, then finished as [`Store::finish_run`] does but
+    /// with the given `finished_at` (RFC 3339). Any error → nothing of it stored.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn insert_finished_run(
+        &self,
+        run: &NewRun,
+        state: RunState,
+        finished_at: &str,
+        elapsed_ms: Option<f64>,
+        planned: Option<i64>,
+        note: Option<&str>,
+        requests: &[StoredRequest],
+        evidence: &[RunEvidence],
+        scrapes: &[MetricScrapeRow],
+    ) -> Result<RunRecord, StoreError> {
+        if let Some(reason) = final_state_refusal(state, elapsed_ms) {
+            return Err(StoreError::Invalid {
+                entity: "run",
+                key: format!("started at {}", run.started_at),
+                reason,
+            });
+        }
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+        let written = match insert_run(&mut tx, run).await {
+            Ok(run_id) => {
+                write_finish(
+                    &mut tx,
+                    run_id,
+                    state,
+                    finished_at,
+                    elapsed_ms,
+                    planned,
+                    note,
+                    requests,
+                    evidence,
+                    scrapes,
+                )
+                .await
+            }
+            Err(err) => Err(err),
+        };
+        commit_or_rollback(tx, written).await
+    }
+
+    /// Runs left `running` by a process that died: marked `interrupted` with a note saying so;
+    /// returns how many. The app calls it when it opens the workspace, before it starts any run
+    /// of its own. A run whose owner process `is_alive` says is still running is left alone.
+    pub async fn mark_interrupted_runs(
+        &self,
+        is_alive: impl Fn(i64) -> bool,
+    ) -> Result<u64, StoreError> {
+        let running: Vec<(i64, Option<i64>)> =
+            sqlx::query_as("SELECT id, owner_pid FROM runs WHERE state = 'running' ORDER BY id")
+                .fetch_all(&self.pool)
+                .await?;
+        let mut marked = 0;
+        for (id, owner) in running {
+            if owner.is_some_and(&is_alive) {
+                continue;
+            }
+            let sql = concat!(
+                "UPDATE runs SET state = 'interrupted', finished_at = ?, note = ? ",
+                "WHERE id = ? AND state = 'running'"
+            );
+            let done = sqlx::query(sql)
+                .bind(now_rfc3339())
+                .bind(INTERRUPTED_NOTE)
+                .bind(id)
+                .execute(&self.pool)
+                .await?;
+            marked += done.rows_affected();
+        }
+        Ok(marked)
+    }
+
+    /// Every run of a study, in creation order.
+    pub async fn list_runs(&self, study_id: i64) -> Result<Vec<RunRecord>, StoreError> {
+        let sql = concat!(
+            "SELECT ",
+            columns!(),
+            " FROM run_records WHERE study_id = ? ORDER BY id"
+        );
+        let rows = sqlx::query(sql)
+            .bind(study_id)
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(run_from_row).collect()
+    }
+
+    /// The run with this id; `NotFound` when absent.
+    pub async fn get_run(&self, run_id: i64) -> Result<RunRecord, StoreError> {
+        let row = sqlx::query(SELECT_RUN)
+            .bind(run_id)
+            .fetch_optional(&self.pool)
+            .await?;
+        match row {
+            Some(row) => run_from_row(&row),
+            None => Err(not_found(run_id)),
+        }
+    }
+
+    /// The requests of a run: warmups first, then by index. `NotFound` when the run is absent.
+    pub async fn run_requests(&self, run_id: i64) -> Result<Vec<StoredRequest>, StoreError> {
+        let sql = concat!(
+            "SELECT rowid AS row_id, ",
+            request_columns!(),
+            " FROM run_requests WHERE run_id = ? ORDER BY warmup DESC, idx"
+        );
+        let rows = sqlx::query(sql).bind(run_id).fetch_all(&self.pool).await?;
+        if rows.is_empty() {
+            self.require_run(run_id).await?;
+        }
+        rows.iter().map(request_from_row).collect()
+    }
+
+    /// The evidence of a run, in the order it was given. `NotFound` when the run is absent.
+    pub async fn run_evidence(&self, run_id: i64) -> Result<Vec<RunEvidence>, StoreError> {
+        let sql = concat!(
+            "SELECT kind, source_name, sha256, text, parsed_json FROM run_evidence ",
+            "WHERE run_id = ? ORDER BY seq"
+        );
+        let rows = sqlx::query(sql).bind(run_id).fetch_all(&self.pool).await?;
+        if rows.is_empty() {
+            self.require_run(run_id).await?;
+        }
+        rows.iter()
+            .map(|row| {
+                Ok(RunEvidence {
+                    kind: row.try_get("kind")?,
+                    source_name: row.try_get("source_name")?,
+                    sha256: row.try_get("sha256")?,
+                    text: row.try_get("text")?,
+                    parsed_json: row.try_get("parsed_json")?,
+                })
+            })
+            .collect()
+    }
+
+    /// The metric scrapes of a run, in the order they were given. `NotFound` when the run is
+    /// absent.
+    pub async fn run_scrapes(&self, run_id: i64) -> Result<Vec<MetricScrapeRow>, StoreError> {
+        let sql = "SELECT at_ms, values_json FROM run_metric_scrapes WHERE run_id = ? ORDER BY seq";
+        let rows = sqlx::query(sql).bind(run_id).fetch_all(&self.pool).await?;
+        if rows.is_empty() {
+            self.require_run(run_id).await?;
+        }
+        rows.iter()
+            .map(|row| {
+                Ok(MetricScrapeRow {
+                    at_ms: row.try_get("at_ms")?,
+                    values_json: row.try_get("values_json")?,
+                })
+            })
+            .collect()
+    }
+
+    async fn require_run(&self, run_id: i64) -> Result<(), StoreError> {
+        let found: Option<i64> = sqlx::query_scalar("SELECT id FROM runs WHERE id = ?")
+            .bind(run_id)
+            .fetch_optional(&self.pool)
+            .await?;
+        found.map(|_| ()).ok_or_else(|| not_found(run_id))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn insert_statements_have_one_placeholder_per_bound_value() {
+        let columns = request_columns!().split(',').count() + 1;
+        assert_eq!(columns, 23);
+        assert_eq!(INSERT_REQUEST.matches('?').count(), columns);
+        assert_eq!(
+            INSERT_REQUEST_BATCH.matches('?').count(),
+            columns * REQUEST_BATCH
+        );
+    }
+}
