@@ -127,6 +127,13 @@ impl fmt::Debug for Client {
 
 static CRYPTO_PROVIDER: Once = Once::new();
 
+/// Installs rustls' `ring` provider once per process, unless another part chose one already.
+pub(crate) fn install_crypto_provider() {
+    CRYPTO_PROVIDER.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
 impl Client {
     pub fn new(endpoint: Endpoint) -> Result<Self, ClientError> {
         let url = route_url(&endpoint)?;
@@ -139,10 +146,7 @@ impl Client {
             }
             None => None,
         };
-        CRYPTO_PROVIDER.call_once(|| {
-            // Another part of the process may have chosen a provider already: keep it.
-            let _ = rustls::crypto::ring::default_provider().install_default();
-        });
+        install_crypto_provider();
         let mut builder = reqwest::Client::builder()
             .tcp_nodelay(true)
             .pool_idle_timeout(Duration::from_secs(30));
@@ -304,17 +308,34 @@ impl Client {
 
     /// Sends the request and reads the stream into `progress` until `[DONE]` or a failure.
     async fn stream(&self, body: Bytes, clock: &RunClock, progress: &mut Partial) -> Outcome {
-        let mut request = self
-            .http
-            .post(self.url.clone())
-            .header(CONTENT_TYPE, "application/json")
-            .header(ACCEPT, "text/event-stream")
-            .body(body);
-        if let Some(auth) = &self.auth {
-            request = request.header(AUTHORIZATION, auth.clone());
-        }
-        let response = match request.send().await {
+        let send = |body: Bytes| {
+            let mut request = self
+                .http
+                .post(self.url.clone())
+                .header(CONTENT_TYPE, "application/json")
+                .header(ACCEPT, "text/event-stream")
+                .body(body);
+            if let Some(auth) = &self.auth {
+                request = request.header(AUTHORIZATION, auth.clone());
+            }
+            request.send()
+        };
+        let response = match send(body.clone()).await {
             Ok(response) => response,
+            // A kept-alive connection the server closed just as the request went out (llama.cpp
+            // closes one after a fixed number of requests): nothing of the request was answered,
+            // so it is sent once more on a fresh connection, its time still counted from the
+            // first dispatch. Any other failure, or a second one, is recorded as it is.
+            Err(e) if is_stale_connection(&error_chain(&e)) => match send(body).await {
+                Ok(response) => response,
+                Err(again) => {
+                    return Outcome::Failed(format!(
+                        "request failed: {} (retried once after: {})",
+                        error_chain(&again),
+                        error_chain(&e)
+                    ))
+                }
+            },
             Err(e) => return Outcome::Failed(format!("request failed: {}", error_chain(&e))),
         };
         let status = response.status().as_u16();
@@ -550,6 +571,12 @@ fn excerpt_text(bytes: &[u8]) -> String {
 }
 
 /// A reqwest error with its causes, without the URL (it may carry credentials).
+/// A pooled connection closed by the server before any byte of the response: the request was
+/// not answered, and resending it on a new connection is safe.
+fn is_stale_connection(chain: &str) -> bool {
+    chain.contains("connection closed before message completed")
+}
+
 fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     let mut parts = Vec::new();
     let mut current: Option<&(dyn std::error::Error + 'static)> = Some(e);

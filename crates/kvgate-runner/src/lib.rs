@@ -7,11 +7,13 @@
 //! - [`client`]: one streaming request → one [`RequestRecord`], never an `Err`.
 //! - [`arrivals`]: seeded open-loop arrival times (Poisson, gamma, constant, trace replay).
 //! - [`schedule`]: the open-loop dispatcher and the closed-loop workers.
-//! - [`quality`]: the randomized, repeated order of a quality run.
+//! - [`quality`]: the randomized, repeated order of a quality run and each item's request body.
+//! - [`metrics`]: `/metrics` scraped at a fixed interval during a run.
 
 pub mod arrivals;
 pub mod client;
 pub mod clock;
+pub mod metrics;
 pub mod prng;
 pub mod quality;
 pub mod schedule;
@@ -21,7 +23,8 @@ pub use arrivals::{parse_trace, Arrivals, ScheduleError, TraceError};
 pub use client::{Api, Client, ClientError, Endpoint, PlannedRequest};
 pub use clock::RunClock;
 pub use kvgate_core::run::{RequestRecord, RequestStatus, RunProgress, RunTiming};
-pub use quality::quality_order;
+pub use metrics::{metrics_url, RawScrape, Scraper};
+pub use quality::{chat_body, quality_order};
 pub use schedule::{
     run_closed_loop, run_open_loop, ClosedLoop, ClosedLoopLimit, OpenLoop, RunOutcome,
 };

@@ -1,6 +1,10 @@
 //! The order of a quality run: every item once per repeat, each repeat in its own shuffled
 //! order, reproducible from the seed recorded with the run.
 
+use kvgate_core::fixtures::FixtureItem;
+use kvgate_core::manifest::Manifest;
+use serde_json::{json, Map, Value};
+
 use crate::prng::SplitMix64;
 
 /// `(repeat, item_id)` pairs: repeat 0 first (all items, shuffled), then repeat 1 (shuffled
@@ -14,4 +18,100 @@ pub fn quality_order(items: &[String], repeats: u32, seed: u64) -> Vec<(u32, Str
         out.extend(order.iter().map(|&i| (repeat, items[i].clone())));
     }
     out
+}
+
+/// The chat request body for one fixture item under a cell's manifest: the item's messages and
+/// the manifest's decoding parameters, output cap and stop strings. Parameters the manifest
+/// leaves absent are left out, so the pinned engine's defaults apply as the manifest says.
+pub fn chat_body(item: &FixtureItem, manifest: &Manifest) -> Value {
+    let mut body = Map::new();
+    let messages: Vec<Value> = item
+        .messages
+        .iter()
+        .map(|m| json!({"role": m.role.as_str(), "content": m.content}))
+        .collect();
+    body.insert("messages".into(), Value::Array(messages));
+    body.insert("max_tokens".into(), json!(manifest.output_cap));
+    let d = &manifest.decoding;
+    body.insert("temperature".into(), json!(d.temperature));
+    let optional: [(&str, Option<Value>); 7] = [
+        ("top_p", d.top_p.map(|v| json!(v))),
+        ("top_k", d.top_k.map(|v| json!(v))),
+        ("min_p", d.min_p.map(|v| json!(v))),
+        ("seed", d.seed.map(|v| json!(v))),
+        ("repetition_penalty", d.repetition_penalty.map(|v| json!(v))),
+        ("presence_penalty", d.presence_penalty.map(|v| json!(v))),
+        ("frequency_penalty", d.frequency_penalty.map(|v| json!(v))),
+    ];
+    for (key, value) in optional {
+        if let Some(value) = value {
+            body.insert(key.into(), value);
+        }
+    }
+    let s = &manifest.stopping;
+    if !s.stop.is_empty() {
+        body.insert("stop".into(), json!(s.stop));
+    }
+    if !s.stop_token_ids.is_empty() {
+        body.insert("stop_token_ids".into(), json!(s.stop_token_ids));
+    }
+    if s.ignore_eos {
+        body.insert("ignore_eos".into(), Value::Bool(true));
+    }
+    Value::Object(body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn manifest() -> Manifest {
+        let text = include_str!("../../../fixtures/manifests/smollm2-135m-cpu-q8.json");
+        Manifest::from_json(text).expect("the fixture manifest parses")
+    }
+
+    #[test]
+    fn quality_order_is_complete_per_repeat_and_seeded() {
+        let items: Vec<String> = (0..10).map(|i| format!("i{i}")).collect();
+        let a = quality_order(&items, 3, 7);
+        assert_eq!(a.len(), 30);
+        for repeat in 0..3 {
+            let mut ids: Vec<&String> = a
+                .iter()
+                .filter(|(r, _)| *r == repeat)
+                .map(|(_, id)| id)
+                .collect();
+            ids.sort();
+            assert_eq!(ids, items.iter().collect::<Vec<_>>());
+        }
+        assert_eq!(a, quality_order(&items, 3, 7));
+        assert_ne!(a, quality_order(&items, 3, 8));
+    }
+
+    #[test]
+    fn chat_body_carries_manifest_decoding_and_cap() {
+        let mut m = manifest();
+        m.decoding.top_k = Some(1);
+        m.stopping.stop = vec!["</s>".into()];
+        let item = FixtureItem {
+            messages: vec![kvgate_core::fixtures::ChatMessage {
+                role: kvgate_core::fixtures::Role::User,
+                content: "Which torque?".into(),
+            }],
+            ..sample_item()
+        };
+        let body = chat_body(&item, &m);
+        assert_eq!(body["max_tokens"], 256);
+        assert_eq!(body["temperature"], 0.0);
+        assert_eq!(body["top_k"], 1);
+        assert_eq!(body["stop"], json!(["</s>"]));
+        assert!(body.get("top_p").is_none(), "absent stays absent: {body}");
+        assert_eq!(body["messages"][0]["role"], "user");
+        assert_eq!(body["messages"][0]["content"], "Which torque?");
+    }
+
+    fn sample_item() -> FixtureItem {
+        let text = include_str!("../tests/data/one-item.json");
+        serde_json::from_str(text).expect("the sample item parses")
+    }
 }

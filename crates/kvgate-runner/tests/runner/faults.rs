@@ -236,3 +236,30 @@ async fn a_refused_connection_is_an_error_without_http_status() {
     assert!(error.contains("connection failed"), "{error}");
     assert!(!error.contains("sk-test-secret"));
 }
+
+#[tokio::test]
+async fn a_kept_alive_connection_closed_unanswered_is_resent_once_on_a_new_one() {
+    let server = server::start().await;
+    let client = client(server.base("close-second"), Api::Chat);
+    let clock = RunClock::start();
+    let mut records = Vec::new();
+    for index in 0..3 {
+        let r = client
+            .send_streaming(index, &chat_request("x"), Duration::from_secs(5), &clock)
+            .await;
+        records.push(r);
+    }
+    for r in &records {
+        assert_eq!(r.status, RequestStatus::Ok, "{r:?}");
+        assert_eq!(r.output_text, server::TEXT);
+    }
+    // Requests 2 and 3 each reached the server twice: dropped unanswered as the second request
+    // of a connection, then answered as the first of a new one.
+    assert_eq!(
+        server
+            .stats
+            .requests
+            .load(std::sync::atomic::Ordering::SeqCst),
+        5
+    );
+}

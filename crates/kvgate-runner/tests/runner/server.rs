@@ -6,7 +6,8 @@
 //! pauses, one write), `nousage` (timings on the finish chunk, no usage), `split` (every byte a
 //! separate write, `\r\n` lines, comments and other fields), `http500`, `http429`, `reset`
 //! (two tokens, then a TCP reset), `stall` (one token, then silence), `malformed` (bad JSON in
-//! the third event), `error-event` (an `error` object mid-stream), `no-done` (clean end of a
+//! the third event), `error-event` (an `error` object mid-stream), `close-second` (`fast`, but
+//! the second request of each connection is dropped unanswered), `no-done` (clean end of a
 //! close-delimited body without `[DONE]`), `json` (a non-streaming JSON answer), and
 //! `slow-<ms>` (wait, then `fast`).
 
@@ -113,8 +114,18 @@ async fn read_request(reader: &mut BufReader<TcpStream>) -> std::io::Result<Opti
 async fn serve(stream: TcpStream, stats: Arc<Stats>) -> std::io::Result<()> {
     stream.set_nodelay(true)?;
     let mut reader = BufReader::new(stream);
-    while let Some(request) = read_request(&mut reader).await? {
+    let mut on_this_connection = 0;
+    while let Some(mut request) = read_request(&mut reader).await? {
+        on_this_connection += 1;
         stats.requests.fetch_add(1, Ordering::SeqCst);
+        // `close-second`: like `fast`, but the second request on a kept-alive connection is
+        // read and then the connection closed without an answer (llama.cpp's keep-alive limit).
+        if let Some(rest) = request.path.strip_prefix("/close-second") {
+            if on_this_connection == 2 {
+                return Ok(());
+            }
+            request.path = format!("/fast{rest}");
+        }
         let now = stats.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
         stats.max_in_flight.fetch_max(now, Ordering::SeqCst);
         stats.seen.lock().unwrap().push(Seen {
