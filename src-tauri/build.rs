@@ -22,6 +22,14 @@ fn main() {
         "digest_weights",
         "cancel_weights_digest",
         "compare_weights",
+        "run_quality",
+        "run_load",
+        "cancel_run",
+        "list_runs",
+        "run_detail",
+        "start_local_server",
+        "stop_local_server",
+        "local_servers",
     ]);
     tauri_build::try_build(tauri_build::Attributes::new().app_manifest(manifest))
         .expect("tauri build script failed");

@@ -37,6 +37,14 @@ pub fn build_app<R: Runtime>(builder: Builder<R>, app: App) -> Builder<R> {
             commands::weights::digest_weights,
             commands::weights::compare_weights,
             commands::weights::cancel_weights_digest,
+            commands::runs::run_quality,
+            commands::runs::run_load,
+            commands::runs::cancel_run,
+            commands::runs::list_runs,
+            commands::runs::run_detail,
+            commands::runs::start_local_server,
+            commands::runs::stop_local_server,
+            commands::runs::local_servers,
         ])
 }
 
@@ -59,7 +67,15 @@ pub fn run() -> Result<(), String> {
     let location = db_location_from(std::env::args().skip(1));
     let app = tauri::async_runtime::block_on(App::open(location))
         .map_err(|e| format!("cannot open the workspace database: {e}"))?;
+    let servers = app.clone();
     build_app(tauri::Builder::default(), app)
-        .run(tauri::generate_context!())
-        .map_err(|e| format!("the window failed: {e}"))
+        .build(tauri::generate_context!())
+        .map_err(|e| format!("the window failed: {e}"))?
+        .run(move |_, event| {
+            if let tauri::RunEvent::Exit = event {
+                // Local llama.cpp servers started from the window end with it, by PID.
+                tauri::async_runtime::block_on(servers.stop_all_local_servers());
+            }
+        });
+    Ok(())
 }

@@ -17,9 +17,11 @@ use schemars::JsonSchema;
 use ts_rs::{Config, TS};
 
 use crate::fixtures::{GenerateFixtures, LoadedCorpus};
+use crate::llm::LocalServer;
 use crate::manifests::{
     ManifestCapacity, ManifestCheck, ManifestDiff, ManifestVocabulary, StoredManifest,
 };
+use crate::runs::{LoadRunInput, QualityRunInput, RunDetail, RunEvent, RunSummary};
 use crate::weights::{CheckpointComparison, WeightsProgress};
 use crate::{AppError, AppInfo, ErrorCode};
 
@@ -56,6 +58,12 @@ pub fn write_bindings(dir: &Path) -> Result<(), String> {
     one::<WeightsComparison>(&cfg)?;
     one::<WeightsProgress>(&cfg)?;
     one::<CheckpointComparison>(&cfg)?;
+    one::<QualityRunInput>(&cfg)?;
+    one::<LoadRunInput>(&cfg)?;
+    one::<RunSummary>(&cfg)?;
+    one::<RunDetail>(&cfg)?;
+    one::<RunEvent>(&cfg)?;
+    one::<LocalServer>(&cfg)?;
     Ok(())
 }
 
@@ -74,6 +82,7 @@ pub fn write_schemas(dir: &Path) -> Result<(), String> {
     one::<FixtureItem>(dir, "fixture-item.schema.json")?;
     one::<CorpusMeta>(dir, "corpus.schema.json")?;
     one::<Verdict>(dir, "verdict.schema.json")?;
+    one::<kvgate_core::run::RequestRecord>(dir, "run-record.schema.json")?;
     Ok(())
 }
 

@@ -44,7 +44,10 @@ impl AppError {
 impl From<StoreError> for AppError {
     fn from(err: StoreError) -> Self {
         let code = match err {
-            StoreError::Conflict { .. } | StoreError::Frozen { .. } => ErrorCode::Conflict,
+            StoreError::Conflict { .. }
+            | StoreError::Frozen { .. }
+            | StoreError::NotFrozen { .. } => ErrorCode::Conflict,
+            StoreError::Invalid { .. } => ErrorCode::InvalidInput,
             StoreError::NotFound { .. } => ErrorCode::NotFound,
             _ => ErrorCode::Storage,
         };

@@ -9,8 +9,10 @@
 pub mod contract;
 mod error;
 pub mod fixtures;
+pub mod llm;
 mod location;
 pub mod manifests;
+pub mod runs;
 mod studies;
 pub mod weights;
 
@@ -38,6 +40,8 @@ pub struct App {
     store: Store,
     db_path: PathBuf,
     db_is_default: bool,
+    servers: llm::LocalServers,
+    runs: runs::ActiveRuns,
 }
 
 impl App {
@@ -61,7 +65,10 @@ impl App {
             store,
             db_path,
             db_is_default,
+            servers: Default::default(),
+            runs: Default::default(),
         };
+        app.mark_interrupted_runs().await?;
         if db_is_default {
             app.seed_demo_once().await?;
         }

@@ -5,11 +5,30 @@ use kvgate_store::Setting;
 
 use crate::{App, AppError};
 
-/// The demo study seeded into the default database on first start.
-pub(crate) const DEMO_STUDY_NAME: &str = "Demo: FP8 KV cache for a chat service";
-const DEMO_STUDY_DESCRIPTION: &str = "Synthetic demo: generated data, not a recorded run. \
-It shows the shape of a KV-precision review (B0 f16 KV against 8-bit KV candidates) \
-and carries no measurement of any model or accelerator.";
+/// The demo study seeded into the default database on first start: real recorded runs.
+pub(crate) const DEMO_STUDY_NAME: &str = "Demo: q8_0 KV cache on llama.cpp (recorded on CPU)";
+const DEMO_STUDY_DESCRIPTION: &str = "Recorded demo: llama.cpp on CPU, q8_0 KV as an 8-bit \
+stand-in (not FP8, not a GPU measurement). Real runs of SmolLM2-135M-Instruct by KV Gate: B0 = f16 KV, \
+Q8 = q8_0 KV, the same 24 items of the synthetic fixture corpus (test-2k preset, seed 7) sent to \
+both, every response validated, the servers' startup logs kept as compatibility evidence. \
+Recorded with scripts/record-demo.sh on a 2-core CPU shared with other work, both cells at once: \
+its latencies show the shape of the data, not a benchmark. The run files are fixtures/demo/runs/.";
+
+/// The demo's frozen manifests and recorded runs, shipped inside the binary.
+const DEMO_MANIFESTS: [&str; 2] = [
+    include_str!("../../../fixtures/manifests/smollm2-135m-cpu-b0.json"),
+    include_str!("../../../fixtures/manifests/smollm2-135m-cpu-q8.json"),
+];
+const DEMO_RUNS: [(&str, &str); 2] = [
+    (
+        "fixtures/demo/runs/b0-f16.kvgate-run.jsonl",
+        include_str!("../../../fixtures/demo/runs/b0-f16.kvgate-run.jsonl"),
+    ),
+    (
+        "fixtures/demo/runs/q8-q8_0.kvgate-run.jsonl",
+        include_str!("../../../fixtures/demo/runs/q8-q8_0.kvgate-run.jsonl"),
+    ),
+];
 
 impl App {
     /// Creates a study from user input.
@@ -55,7 +74,8 @@ impl App {
             .ok_or_else(|| AppError::not_found(format!("no study named {:?}", name.trim())))
     }
 
-    /// Seeds the labelled synthetic demo study once per database.
+    /// Seeds the recorded demo study once per database: its two frozen manifests and the two
+    /// recorded runs, each run checked against its manifest digest on import.
     pub(crate) async fn seed_demo_once(&self) -> Result<(), AppError> {
         if self.store.setting(Setting::DemoSeeded).await?.is_some() {
             return Ok(());
@@ -65,9 +85,21 @@ impl App {
                 name: DEMO_STUDY_NAME.into(),
                 description: DEMO_STUDY_DESCRIPTION.into(),
             };
-            self.store
-                .insert_study(&demo, Provenance::SyntheticDemo)
+            let study = self
+                .store
+                .insert_study(&demo, Provenance::RecordedDemo)
                 .await?;
+            for text in DEMO_MANIFESTS {
+                let draft = self.save_manifest_draft(study.id, text).await?;
+                let digest = crate::manifests::parse_valid_manifest(text, "demo manifest")?
+                    .digest()
+                    .map_err(|e| AppError::new(crate::ErrorCode::Internal, e.to_string()))?;
+                self.freeze_manifest(study.id, &draft.cell, &digest).await?;
+            }
+            for (name, text) in DEMO_RUNS {
+                self.import_run_file(study.id, name, text, "recorded")
+                    .await?;
+            }
         }
         self.store.set_setting(Setting::DemoSeeded, "1").await?;
         Ok(())

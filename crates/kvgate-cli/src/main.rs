@@ -4,7 +4,9 @@
 mod evidence;
 mod fixtures;
 mod kv_capacity;
+mod llm;
 mod manifests;
+mod runs;
 mod studies;
 mod validate;
 mod weights;
@@ -51,6 +53,12 @@ enum Command {
     /// Compatibility evidence: what the engine actually ran, read from its startup log
     #[command(subcommand)]
     Evidence(evidence::EvidenceCommand),
+    /// Run a paired-quality pass or a load run against a cell's server; list and show runs
+    #[command(subcommand)]
+    Run(runs::RunCommand),
+    /// Local llama.cpp servers (the CPU analogue of B0 and the candidate)
+    #[command(subcommand)]
+    Llm(llm::LlmCommand),
 }
 
 /// How a command ended when it did not fail outright.
@@ -62,7 +70,7 @@ pub enum Outcome {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_current_thread()
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
     {
@@ -105,6 +113,8 @@ async fn run(cli: Cli) -> Result<Outcome, AppError> {
         Command::Validate(args) => validate::run(args),
         Command::Weights(cmd) => weights::run(cmd),
         Command::Evidence(cmd) => evidence::run(cmd),
+        Command::Run(cmd) => runs::run(&app, cmd).await,
+        Command::Llm(cmd) => llm::run(&app, cmd).await,
     };
     app.close().await;
     result

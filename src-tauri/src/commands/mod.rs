@@ -3,5 +3,6 @@
 pub mod app;
 pub mod fixtures;
 pub mod manifests;
+pub mod runs;
 pub mod studies;
 pub mod weights;

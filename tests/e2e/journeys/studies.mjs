@@ -44,12 +44,14 @@ export const journeys = [
     },
   },
   {
-    name: 'the default database opens with the demo study labelled synthetic',
+    name: 'the default database opens with the recorded demo study, labelled as such',
     async run(ctx) {
       const s = await ctx.launch([]);
       await s.waitForTexts(rowNames, (t) => t.length === 1 && t[0].startsWith('Demo'));
       const badge = await s.text('[data-testid="study-row"] [data-testid="provenance-badge"]');
-      assert(badge === 'synthetic demo', `badge says ${JSON.stringify(badge)}`);
+      assert(badge === 'recorded demo', `badge says ${JSON.stringify(badge)}`);
+      const description = await s.text('[data-testid="study-row"]');
+      assert(description.includes('Demo: q8_0 KV cache on llama.cpp'), `row says ${JSON.stringify(description)}`);
       const dbPath = await s.text('[data-testid="db-path"]');
       assert(dbPath.includes('kvgate.sqlite') && dbPath.includes('default'), `header shows ${dbPath}`);
       await ctx.screenshot(s, 'demo-study');

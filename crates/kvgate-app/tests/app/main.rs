@@ -1,5 +1,7 @@
 //! Service-layer tests against real SQLite files.
 
+mod answer_server;
 mod contract;
 mod manifests;
+mod runs;
 mod studies;

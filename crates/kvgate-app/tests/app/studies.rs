@@ -65,7 +65,7 @@ async fn invalid_and_duplicate_input_are_clear_errors_that_change_nothing() {
 
 /// The default database lives in `$KVGATE_DATA_DIR`; this is the only test that sets it.
 #[tokio::test]
-async fn default_database_is_seeded_once_with_a_labelled_synthetic_demo() {
+async fn default_database_is_seeded_once_with_the_labelled_recorded_demo() {
     let dir = tempfile::tempdir().unwrap();
     // SAFETY: no other test in this binary reads or writes this variable.
     unsafe { std::env::set_var(kvgate_app::DATA_DIR_ENV, dir.path()) };
@@ -79,22 +79,56 @@ async fn default_database_is_seeded_once_with_a_labelled_synthetic_demo() {
     let studies = app.list_studies().await.unwrap();
     assert_eq!(studies.len(), 1);
     let demo = &studies[0];
-    assert_eq!(demo.provenance, Provenance::SyntheticDemo);
-    assert!(demo.description.starts_with("Synthetic demo"));
+    assert_eq!(demo.provenance, Provenance::RecordedDemo);
+    assert!(
+        demo.description
+            .starts_with("Recorded demo: llama.cpp on CPU, q8_0 KV as an 8-bit stand-in"),
+        "{}",
+        demo.description
+    );
+    // Both cells frozen, both recorded runs imported with their evidence and verdicts.
+    let manifests = app.list_manifests(demo.id).await.unwrap();
+    let cells: Vec<&str> = manifests.iter().map(|m| m.cell.as_str()).collect();
+    assert_eq!(cells, ["B0", "Q8"]);
+    assert!(manifests.iter().all(|m| m.frozen_at.is_some()));
+    let runs = app.list_runs(demo.id).await.unwrap();
+    assert_eq!(runs.len(), 2);
+    let mut kv_sizes = Vec::new();
+    for run in &runs {
+        assert_eq!(run.state, "completed");
+        assert_eq!(run.provenance, "recorded");
+        let detail = app.run_detail(run.id).await.unwrap();
+        let measured = detail.requests.iter().filter(|r| !r.warmup).count();
+        assert_eq!(measured, 24, "run {}", run.label);
+        assert_eq!(
+            (detail.accepted + detail.rejected) as usize,
+            measured,
+            "every measured request has a verdict"
+        );
+        assert_eq!(detail.validity.as_ref().map(|v| v.valid), Some(true));
+        let kv = detail.startup.unwrap().llama_kv_cache.unwrap().value;
+        kv_sizes.push((run.cell.clone(), format!("{:.2}", kv.size_mib), kv.k_type));
+    }
+    kv_sizes.sort();
+    assert_eq!(
+        kv_sizes,
+        [
+            ("B0".to_owned(), "45.00".to_owned(), "f16".to_owned()),
+            ("Q8".to_owned(), "23.91".to_owned(), "q8_0".to_owned())
+        ]
+    );
     app.close().await;
 
-    // Reopening neither duplicates it nor, once deleted, brings it back.
+    // Reopening does not seed again, even when the demo was renamed.
     let app = App::open(DbLocation::Default).await.unwrap();
     assert_eq!(app.list_studies().await.unwrap().len(), 1);
-    sqlx_delete_all(&app).await;
-    app.close().await;
-    let app = App::open(DbLocation::Default).await.unwrap();
-    assert!(app.list_studies().await.unwrap().is_empty());
-}
-
-async fn sqlx_delete_all(app: &App) {
-    sqlx::query("DELETE FROM studies")
+    sqlx::query("UPDATE studies SET name = 'renamed demo'")
         .execute(app.store().pool())
         .await
         .unwrap();
+    app.close().await;
+    let app = App::open(DbLocation::Default).await.unwrap();
+    let studies = app.list_studies().await.unwrap();
+    assert_eq!(studies.len(), 1);
+    assert_eq!(studies[0].name, "renamed demo");
 }

@@ -3,6 +3,7 @@
 mod evidence;
 mod fixtures;
 mod manifests;
+mod runs;
 mod weights;
 
 use std::path::Path;
@@ -132,7 +133,7 @@ fn explicit_database_is_not_seeded_but_default_is() {
     assert!(out.status.success(), "{}", stderr(&out));
     let studies: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(studies.as_array().unwrap().len(), 1);
-    assert_eq!(studies[0]["provenance"], "synthetic_demo");
+    assert_eq!(studies[0]["provenance"], "recorded_demo");
     assert!(dir.path().join("kvgate.sqlite").exists());
 
     let explicit = dir.path().join("other.sqlite");

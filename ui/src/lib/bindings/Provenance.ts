@@ -3,4 +3,4 @@
 /**
  * Where a study's data came from. Synthetic data is labelled wherever it is shown.
  */
-export type Provenance = "synthetic_demo" | "user";
+export type Provenance = "synthetic_demo" | "recorded_demo" | "user";

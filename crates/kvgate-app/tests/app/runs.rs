@@ -1,0 +1,410 @@
+use std::collections::HashMap;
+
+use kvgate_app::fixtures::open_corpus;
+use kvgate_app::runs::{LoadRunInput, QualityRunInput, RunPhase};
+use kvgate_app::{App, DbLocation, ErrorCode};
+use kvgate_core::study::NewStudy;
+
+use crate::answer_server;
+
+const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../");
+
+fn path(rel: &str) -> String {
+    format!("{ROOT}{rel}")
+}
+
+async fn app_with_cells(name: &str) -> (tempfile::TempDir, App, i64) {
+    let dir = tempfile::tempdir().unwrap();
+    let app = App::open(DbLocation::Path(dir.path().join("ws.sqlite")))
+        .await
+        .unwrap();
+    let study = app
+        .create_study(NewStudy {
+            name: name.into(),
+            description: String::new(),
+        })
+        .await
+        .unwrap();
+    for file in ["smollm2-135m-cpu-b0.json", "smollm2-135m-cpu-q8.json"] {
+        let text = std::fs::read_to_string(path(&format!("fixtures/manifests/{file}"))).unwrap();
+        let draft = app.save_manifest_draft(study.id, &text).await.unwrap();
+        let digest = kvgate_core::manifest::Manifest::from_json(&text)
+            .unwrap()
+            .digest()
+            .unwrap();
+        app.freeze_manifest(study.id, &draft.cell, &digest)
+            .await
+            .unwrap();
+    }
+    (dir, app, study.id)
+}
+
+/// Answers: the approved answer for every item whose index in the corpus is even.
+fn answers() -> (HashMap<String, String>, HashMap<String, bool>) {
+    let corpus = open_corpus(std::path::Path::new(&path("fixtures/demo/corpus"))).unwrap();
+    let mut answers = HashMap::new();
+    let mut answered = HashMap::new();
+    for (i, item) in corpus.items.iter().enumerate() {
+        let good = i % 2 == 0;
+        if good {
+            answers.insert(
+                item.user_turn().to_owned(),
+                serde_json::to_string(&item.expected).unwrap(),
+            );
+        }
+        answered.insert(item.id.clone(), good);
+    }
+    (answers, answered)
+}
+
+fn quality(study_id: i64, cell: &str, base_url: String, log: Option<&str>) -> QualityRunInput {
+    QualityRunInput {
+        study_id,
+        cell: cell.into(),
+        base_url,
+        model: None,
+        corpus_dir: path("fixtures/demo/corpus"),
+        repeats: Some(2),
+        seed: Some(3),
+        limit: Some(8),
+        warmup: Some(1),
+        concurrency: Some(2),
+        startup_log: log.map(path),
+        scrape_interval_ms: Some(50),
+        request_deadline_s: Some(10.0),
+    }
+}
+
+#[tokio::test]
+async fn quality_run_stores_every_request_with_its_verdict_and_evidence() {
+    let (_dir, app, sid) = app_with_cells("quality").await;
+    let (answers, answered) = answers();
+    let server = answer_server::start(answers).await;
+    let mut events = Vec::new();
+    let input = quality(
+        sid,
+        "B0",
+        server.base(),
+        Some("fixtures/evidence/llamacpp-f16-startup.log"),
+    );
+    let summary = app.run_quality(&input, |e| events.push(e)).await.unwrap();
+    assert_eq!(summary.state, "completed");
+    assert_eq!(summary.kind, "quality");
+    assert_eq!(summary.planned, Some(16), "8 items × 2 repeats");
+    assert_eq!((summary.ok, summary.failed), (16, 0));
+    assert_eq!(summary.provenance, "recorded");
+    assert!(events.iter().any(|e| e.phase == RunPhase::Warmup));
+    assert!(events.iter().any(|e| e.phase == RunPhase::Measured));
+    let last = events.last().unwrap();
+    assert_eq!(last.phase, RunPhase::Finished);
+    assert_eq!(last.state.as_deref(), Some("completed"));
+    assert_eq!(last.progress.finished, 16);
+
+    let detail = app.run_detail(summary.id).await.unwrap();
+    assert_eq!(detail.requests.len(), 17, "one warm-up + 16 measured");
+    assert_eq!(detail.requests.iter().filter(|r| r.warmup).count(), 1);
+    let expected_accepted = detail
+        .requests
+        .iter()
+        .filter(|r| !r.warmup && answered[r.record.item_id.as_deref().unwrap()])
+        .count() as u32;
+    assert!(expected_accepted > 0 && expected_accepted < 16);
+    assert_eq!(detail.accepted, expected_accepted);
+    assert_eq!(detail.rejected, 16 - expected_accepted);
+    for r in detail.requests.iter().filter(|r| !r.warmup) {
+        let v = r
+            .verdict
+            .as_ref()
+            .expect("every measured request has a verdict");
+        assert_eq!(v.accepted, answered[r.record.item_id.as_deref().unwrap()]);
+    }
+    // Each repeat is a complete pass over the same 8 items.
+    for repeat in 0..2 {
+        let mut ids: Vec<&str> = detail
+            .requests
+            .iter()
+            .filter(|r| !r.warmup && r.repeat == repeat)
+            .map(|r| r.record.item_id.as_deref().unwrap())
+            .collect();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), 8, "repeat {repeat}");
+    }
+    // Compatibility: the f16 startup log matches B0's manifest.
+    let validity = detail.validity.unwrap();
+    assert!(validity.valid, "{:?}", validity.problems);
+    let kv = detail.startup.unwrap().llama_kv_cache.unwrap().value;
+    assert_eq!(format!("{:.2}", kv.size_mib), "45.00");
+    let kinds: Vec<&str> = detail.evidence.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(kinds, ["startup_log", "metrics", "compatibility"]);
+    let metrics = detail.metrics.unwrap();
+    assert!(metrics.scrapes >= 1);
+    // The configuration is recorded and hashed.
+    assert_eq!(summary.config["seed"], 3);
+    assert_eq!(summary.config["corpus"]["synthetic"], true);
+    assert_eq!(summary.config_sha256.len(), 64);
+}
+
+#[tokio::test]
+async fn mismatched_or_missing_evidence_makes_the_cell_invalid_with_the_reason() {
+    let (_dir, app, sid) = app_with_cells("evidence").await;
+    let server = answer_server::start(HashMap::new()).await;
+    // B0 (f16) served by an engine whose log says q8_0.
+    let input = quality(
+        sid,
+        "B0",
+        server.base(),
+        Some("fixtures/evidence/llamacpp-q8_0-startup.log"),
+    );
+    let summary = app.run_quality(&input, |_| {}).await.unwrap();
+    let note = summary.note.unwrap();
+    assert!(note.contains("cell invalid"), "{note}");
+    let detail = app.run_detail(summary.id).await.unwrap();
+    let validity = detail.validity.unwrap();
+    assert!(!validity.valid);
+    assert!(
+        validity
+            .problems
+            .iter()
+            .any(|p| p.field.contains("kv_dtype")
+                && p.expected.contains("f16")
+                && p.found.contains("q8_0")),
+        "{:?}",
+        validity.problems
+    );
+    // No evidence at all: invalid, never silently accepted.
+    let input = quality(sid, "Q8", server.base(), None);
+    let summary = app.run_quality(&input, |_| {}).await.unwrap();
+    let detail = app.run_detail(summary.id).await.unwrap();
+    let validity = detail.validity.unwrap();
+    assert!(!validity.valid);
+    assert!(
+        validity
+            .problems
+            .iter()
+            .any(|p| p.reason.contains("missing")),
+        "{:?}",
+        validity.problems
+    );
+}
+
+#[tokio::test]
+async fn failed_requests_stay_in_the_run_with_a_rejecting_verdict() {
+    let (_dir, app, sid) = app_with_cells("failures").await;
+    let server = answer_server::start(HashMap::new()).await;
+    let mut input = quality(sid, "B0", format!("{}/fail", server.base()), None);
+    input.repeats = Some(1);
+    input.limit = Some(4);
+    input.scrape_interval_ms = Some(0);
+    let summary = app.run_quality(&input, |_| {}).await.unwrap();
+    assert_eq!(summary.state, "completed");
+    assert_eq!((summary.ok, summary.failed), (0, 4));
+    let detail = app.run_detail(summary.id).await.unwrap();
+    assert_eq!((detail.accepted, detail.rejected), (0, 4));
+    for r in detail.requests.iter().filter(|r| !r.warmup) {
+        assert_eq!(r.record.http_status, Some(500));
+        let v = r.verdict.as_ref().unwrap();
+        assert_eq!(
+            v.reasons,
+            [kvgate_core::validator::ReasonCode::Error],
+            "{:?}",
+            v.detail
+        );
+    }
+    assert!(detail.metrics.is_none(), "scraping was off");
+}
+
+#[tokio::test]
+async fn runs_need_a_frozen_manifest_and_valid_input() {
+    let (_dir, app, sid) = app_with_cells("refusals").await;
+    let server = answer_server::start(HashMap::new()).await;
+    let text = std::fs::read_to_string(path("fixtures/manifests/smollm2-135m-cpu-q8.json"))
+        .unwrap()
+        .replace("\"cell\": \"Q8\"", "\"cell\": \"Q4\"");
+    app.save_manifest_draft(sid, &text).await.unwrap();
+    let err = app
+        .run_quality(&quality(sid, "Q4", server.base(), None), |_| {})
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::Conflict);
+    assert!(err.message.contains("draft"), "{}", err.message);
+
+    let mut bad = quality(sid, "B0", server.base(), None);
+    bad.repeats = Some(0);
+    let err = app.run_quality(&bad, |_| {}).await.unwrap_err();
+    assert_eq!(err.code, ErrorCode::InvalidInput);
+    assert!(err.message.contains("repeats"), "{}", err.message);
+
+    let mut bad = quality(sid, "B0", "ftp://nowhere".into(), None);
+    bad.limit = Some(1);
+    let err = app.run_quality(&bad, |_| {}).await.unwrap_err();
+    assert!(err.message.contains("base_url"), "{}", err.message);
+
+    let bad = quality(
+        sid,
+        "B0",
+        server.base(),
+        Some("fixtures/evidence/absent.log"),
+    );
+    let err = app.run_quality(&bad, |_| {}).await.unwrap_err();
+    assert!(err.message.contains("startup_log"), "{}", err.message);
+
+    let load = LoadRunInput {
+        study_id: sid,
+        cell: "B0".into(),
+        base_url: server.base(),
+        model: None,
+        corpus_dir: path("fixtures/demo/corpus"),
+        arrivals: Some("weibull:3".into()),
+        duration_s: 1.0,
+        concurrency: None,
+        seed: None,
+        drain_s: None,
+        startup_log: None,
+        scrape_interval_ms: None,
+        request_deadline_s: None,
+    };
+    let err = app.run_load(&load, |_| {}).await.unwrap_err();
+    assert!(err.message.contains("expected poisson"), "{}", err.message);
+    // Nothing was stored by any refusal.
+    assert!(app.list_runs(sid).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn open_loop_load_run_accounts_for_every_planned_request() {
+    let (_dir, app, sid) = app_with_cells("load").await;
+    let (answers, _) = answers();
+    let server = answer_server::start(answers).await;
+    let load = LoadRunInput {
+        study_id: sid,
+        cell: "B0".into(),
+        base_url: server.base(),
+        model: None,
+        corpus_dir: path("fixtures/demo/corpus"),
+        arrivals: Some("constant:40".into()),
+        duration_s: 0.5,
+        concurrency: None,
+        seed: Some(9),
+        drain_s: Some(2.0),
+        startup_log: Some(path("fixtures/evidence/llamacpp-f16-startup.log")),
+        scrape_interval_ms: Some(100),
+        request_deadline_s: Some(5.0),
+    };
+    let summary = app.run_load(&load, |_| {}).await.unwrap();
+    assert_eq!(summary.kind, "load");
+    assert_eq!(summary.planned, Some(20), "40/s for 0.5 s");
+    assert_eq!(summary.ok + summary.failed, 20);
+    let detail = app.run_detail(summary.id).await.unwrap();
+    assert_eq!(detail.requests.len(), 20);
+    assert_eq!(detail.accepted + detail.rejected, 20);
+    assert_eq!(summary.config["mode"]["open_loop"]["kind"], "constant");
+}
+
+#[tokio::test]
+async fn exported_run_imports_elsewhere_once_and_tampering_is_named() {
+    let (_dir, app, sid) = app_with_cells("export").await;
+    let (answers, _) = answers();
+    let server = answer_server::start(answers).await;
+    let mut input = quality(
+        sid,
+        "B0",
+        server.base(),
+        Some("fixtures/evidence/llamacpp-f16-startup.log"),
+    );
+    input.limit = Some(3);
+    input.repeats = Some(1);
+    let run = app.run_quality(&input, |_| {}).await.unwrap();
+    let text = app.export_run(run.id).await.unwrap();
+
+    let (_dir2, other, sid2) = app_with_cells("import").await;
+    let imported = other
+        .import_run_file(sid2, "b0.jsonl", &text, "imported")
+        .await
+        .unwrap();
+    assert_eq!(imported.provenance, "imported");
+    assert_eq!(imported.config_sha256, run.config_sha256);
+    assert_eq!((imported.ok, imported.failed), (run.ok, run.failed));
+    let a = app.run_detail(run.id).await.unwrap();
+    let b = other.run_detail(imported.id).await.unwrap();
+    assert_eq!(
+        a.requests, b.requests,
+        "records and verdicts round-trip exactly"
+    );
+    assert_eq!(a.validity, b.validity);
+    assert_eq!(
+        other.export_run(imported.id).await.unwrap().lines().count(),
+        text.lines().count()
+    );
+
+    let again = other
+        .import_run_file(sid2, "b0.jsonl", &text, "imported")
+        .await
+        .unwrap_err();
+    assert_eq!(again.code, ErrorCode::Conflict);
+    assert!(
+        again.message.contains("already in the study"),
+        "{}",
+        again.message
+    );
+
+    let tampered = text.replacen("\"status\":\"ok\"", "\"status\":\"great\"", 1);
+    let err = other
+        .import_run_file(sid2, "t.jsonl", &tampered, "imported")
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::InvalidInput);
+    assert!(err.message.starts_with("t.jsonl line "), "{}", err.message);
+    // Bound to the wrong cell's manifest: refused, naming the digest.
+    let wrong = text.replacen("\"cell\":\"B0\"", "\"cell\":\"Q8\"", 1);
+    let err = other
+        .import_run_file(sid2, "w.jsonl", &wrong, "imported")
+        .await
+        .unwrap_err();
+    assert!(err.message.contains("manifest_sha256"), "{}", err.message);
+    assert_eq!(
+        other.list_runs(sid2).await.unwrap().len(),
+        1,
+        "nothing partial stored"
+    );
+}
+
+#[tokio::test]
+async fn cancelled_run_is_stored_labelled_with_every_planned_request() {
+    let (_dir, app, sid) = app_with_cells("cancel").await;
+    let server = answer_server::start(HashMap::new()).await;
+    let mut input = quality(sid, "B0", format!("{}/slow", server.base()), None);
+    input.warmup = Some(0);
+    input.concurrency = Some(1);
+    input.scrape_interval_ms = Some(0);
+    let mut asked = false;
+    let summary = app
+        .run_quality(&input, |e| {
+            if !asked && e.phase == RunPhase::Measured {
+                asked = true;
+                app.cancel_run(e.run_id).unwrap();
+            }
+        })
+        .await
+        .unwrap();
+    assert!(asked);
+    assert_eq!(summary.state, "cancelled");
+    assert_eq!(summary.planned, Some(16));
+    let note = summary.note.unwrap();
+    assert!(note.starts_with("cancelled: a partial run"), "{note}");
+    let detail = app.run_detail(summary.id).await.unwrap();
+    assert_eq!(
+        detail.requests.len(),
+        16,
+        "every planned request is in the record"
+    );
+    let never_sent = detail
+        .requests
+        .iter()
+        .filter(|r| r.record.dispatch_ms.is_none())
+        .count();
+    assert!(never_sent >= 14, "{never_sent} never sent");
+    assert_eq!(detail.accepted, 0);
+    assert_eq!(detail.rejected, 16, "failures stay in the denominator");
+    let err = app.cancel_run(summary.id).unwrap_err();
+    assert_eq!(err.code, ErrorCode::NotFound);
+}

@@ -1,0 +1,377 @@
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::{Args, Subcommand};
+use kvgate_app::runs::{LoadRunInput, QualityRunInput, RunEvent, RunPhase, RunSummary};
+use kvgate_app::{App, AppError};
+
+use crate::{print_json, Outcome};
+
+#[derive(Debug, Args)]
+pub struct Target {
+    /// Study name
+    #[arg(long)]
+    study: String,
+    /// Cell whose frozen manifest the run is bound to (e.g. B0, C1)
+    #[arg(long)]
+    cell: String,
+    /// Server root or its /v1 prefix, e.g. http://127.0.0.1:8080
+    #[arg(long)]
+    endpoint: String,
+    /// Model name sent with each request
+    #[arg(long)]
+    model: Option<String>,
+    /// The server's startup log: compatibility evidence checked against the manifest
+    #[arg(long, value_name = "FILE")]
+    startup_log: Option<PathBuf>,
+    /// /metrics scrape interval in milliseconds; 0 turns scraping off
+    #[arg(long, default_value_t = 1000)]
+    scrape_interval_ms: u32,
+    /// Per-request deadline in seconds
+    #[arg(long, default_value_t = 300.0)]
+    request_deadline: f64,
+    /// Seed of the run order (quality) or of the arrivals (load)
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Print the stored run as JSON instead of a summary line
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RunCommand {
+    /// Send a fixture corpus to one cell's server, validate every response, store it all.
+    /// Exits 2 when the run did not complete or the cell's evidence does not match its manifest
+    Quality {
+        #[command(flatten)]
+        target: Target,
+        /// Corpus folder (items.jsonl + corpus.json)
+        #[arg(long)]
+        corpus: PathBuf,
+        /// Passes over the items, each in its own seeded order
+        #[arg(long, default_value_t = 1)]
+        repeats: u32,
+        /// Send only a balanced subset of this many items
+        #[arg(long)]
+        limit: Option<u32>,
+        /// Engine warm-up requests, sent first and stored apart
+        #[arg(long, default_value_t = 1)]
+        warmup: u32,
+        /// Requests in flight at once
+        #[arg(long, default_value_t = 1)]
+        concurrency: u32,
+    },
+    /// Offer load for a duration: open loop at given arrivals, or closed loop at a concurrency.
+    /// Exits 2 when the run did not complete or the cell's evidence does not match its manifest
+    Load {
+        #[command(flatten)]
+        target: Target,
+        /// Prompts to cycle through (every response is validated against its item)
+        #[arg(long)]
+        corpus: PathBuf,
+        /// poisson:RPS, gamma:RPS:SHAPE, constant:RPS or trace:FILE
+        #[arg(long, required_unless_present = "concurrency")]
+        arrivals: Option<String>,
+        /// Seconds during which requests are planned
+        #[arg(long)]
+        duration: f64,
+        /// Closed loop with this many workers instead of open-loop arrivals
+        #[arg(long, conflicts_with = "arrivals")]
+        concurrency: Option<u32>,
+        /// Seconds after the duration before running requests are recorded unfinished
+        #[arg(long, default_value_t = 30.0)]
+        drain: f64,
+    },
+    /// List a study's runs
+    List {
+        #[arg(long)]
+        study: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write a finished run as a kvgate-run JSONL file (header, requests, evidence, scrapes)
+    Export {
+        /// Run id
+        id: i64,
+        /// File to write (must not exist)
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Import a kvgate-run JSONL file into a study (its cell's frozen manifest must match)
+    Import {
+        #[arg(long)]
+        study: String,
+        file: PathBuf,
+    },
+    /// Show one run with its verdict counts and evidence
+    Show {
+        /// Run id
+        id: i64,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Progress on stderr: one redrawn line on a terminal, a line every 5 s otherwise.
+struct ProgressLine {
+    tty: bool,
+    last: Option<Instant>,
+    run_id: Arc<AtomicI64>,
+}
+
+impl ProgressLine {
+    fn show(&mut self, e: &RunEvent) {
+        self.run_id.store(e.run_id, Ordering::SeqCst);
+        let p = &e.progress;
+        let phase = match e.phase {
+            RunPhase::Warmup => "warm-up",
+            RunPhase::Measured => "measured",
+            RunPhase::Finished => "finished",
+        };
+        let planned = p
+            .planned
+            .map(|n| n.to_string())
+            .unwrap_or_else(|| "?".into());
+        let bar = match p.planned {
+            Some(n) if n > 0 => {
+                let filled = (p.finished as usize * 30) / n as usize;
+                format!(
+                    "[{}{}] ",
+                    "#".repeat(filled),
+                    ".".repeat(30 - filled.min(30))
+                )
+            }
+            _ => String::new(),
+        };
+        let line = format!(
+            "run {} {phase}: {bar}sent {}/{planned} finished {} failed {} · {:.1} s",
+            e.run_id,
+            p.sent,
+            p.finished,
+            p.failed,
+            p.elapsed_ms / 1e3
+        );
+        let mut err = std::io::stderr();
+        if self.tty {
+            let _ = write!(err, "\r\x1b[2K{line}");
+            if e.phase == RunPhase::Finished {
+                let _ = writeln!(err);
+            }
+        } else if e.phase == RunPhase::Finished
+            || self
+                .last
+                .is_none_or(|t| t.elapsed() >= Duration::from_secs(5))
+        {
+            let _ = writeln!(err, "{line}");
+            self.last = Some(Instant::now());
+        }
+    }
+}
+
+fn print_summary(s: &RunSummary) {
+    let planned = s
+        .planned
+        .map(|n| n.to_string())
+        .unwrap_or_else(|| "?".into());
+    let elapsed = s
+        .elapsed_ms
+        .map(|ms| format!("{:.1} s", ms / 1e3))
+        .unwrap_or_else(|| "—".into());
+    println!(
+        "run {} {} [{}] cell {}: {planned} planned, {} ok, {} not ok, {elapsed} · config sha256 {}",
+        s.id, s.state, s.kind, s.cell, s.ok, s.failed, s.config_sha256
+    );
+    if let Some(note) = &s.note {
+        println!("  note: {note}");
+    }
+}
+
+async fn execute(
+    app: &App,
+    json: bool,
+    work: impl std::future::Future<Output = Result<RunSummary, AppError>>,
+    run_id: Arc<AtomicI64>,
+) -> Result<Outcome, AppError> {
+    let canceller = {
+        let app = app.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                let id = run_id.load(Ordering::SeqCst);
+                eprintln!("\ncancelling run {id}: requests in flight are recorded as they stand");
+                let _ = app.cancel_run(id);
+            }
+        })
+    };
+    let result = work.await;
+    canceller.abort();
+    let summary = result?;
+    let detail = app.run_detail(summary.id).await?;
+    let valid = detail.validity.as_ref().is_some_and(|v| v.valid);
+    if json {
+        print_json(&detail)?;
+    } else {
+        print_summary(&summary);
+        println!(
+            "  verdicts (measured): {} accepted, {} rejected, {} not validated",
+            detail.accepted, detail.rejected, detail.unvalidated
+        );
+        match &detail.validity {
+            Some(v) if v.valid => println!("  compatibility: valid against the frozen manifest"),
+            Some(v) => {
+                println!("  compatibility: INVALID cell");
+                for p in &v.problems {
+                    println!(
+                        "    {}: expected {}, found {}: {}",
+                        p.field, p.expected, p.found, p.reason
+                    );
+                }
+            }
+            None => println!("  compatibility: not checked"),
+        }
+    }
+    // Failed requests are data, not a failure of the command; a run that did not complete, or
+    // a cell whose evidence does not match its manifest, is.
+    Ok(if summary.state == "completed" && valid {
+        Outcome::Success
+    } else {
+        Outcome::Failure(2)
+    })
+}
+
+pub async fn run(app: &App, cmd: RunCommand) -> Result<Outcome, AppError> {
+    let run_id = Arc::new(AtomicI64::new(0));
+    let mut progress = ProgressLine {
+        tty: std::io::stderr().is_terminal(),
+        last: None,
+        run_id: run_id.clone(),
+    };
+    match cmd {
+        RunCommand::Quality {
+            target,
+            corpus,
+            repeats,
+            limit,
+            warmup,
+            concurrency,
+        } => {
+            let study = app.study_by_name(&target.study).await?;
+            let input = QualityRunInput {
+                study_id: study.id,
+                cell: target.cell.clone(),
+                base_url: target.endpoint.clone(),
+                model: target.model.clone(),
+                corpus_dir: corpus.display().to_string(),
+                repeats: Some(repeats),
+                seed: Some(target.seed),
+                limit,
+                warmup: Some(warmup),
+                concurrency: Some(concurrency),
+                startup_log: target.startup_log.as_ref().map(|p| p.display().to_string()),
+                scrape_interval_ms: Some(target.scrape_interval_ms),
+                request_deadline_s: Some(target.request_deadline),
+            };
+            let work = app.run_quality(&input, |e| progress.show(&e));
+            execute(app, target.json, work, run_id).await
+        }
+        RunCommand::Load {
+            target,
+            corpus,
+            arrivals,
+            duration,
+            concurrency,
+            drain,
+        } => {
+            let study = app.study_by_name(&target.study).await?;
+            let input = LoadRunInput {
+                study_id: study.id,
+                cell: target.cell.clone(),
+                base_url: target.endpoint.clone(),
+                model: target.model.clone(),
+                corpus_dir: corpus.display().to_string(),
+                arrivals,
+                duration_s: duration,
+                concurrency,
+                seed: Some(target.seed),
+                drain_s: Some(drain),
+                startup_log: target.startup_log.as_ref().map(|p| p.display().to_string()),
+                scrape_interval_ms: Some(target.scrape_interval_ms),
+                request_deadline_s: Some(target.request_deadline),
+            };
+            let work = app.run_load(&input, |e| progress.show(&e));
+            execute(app, target.json, work, run_id).await
+        }
+        RunCommand::List { study, json } => {
+            let study = app.study_by_name(&study).await?;
+            let runs = app.list_runs(study.id).await?;
+            if json {
+                print_json(&runs)?;
+            } else if runs.is_empty() {
+                println!("no runs in study {:?}", study.name);
+            } else {
+                for r in &runs {
+                    print_summary(r);
+                }
+            }
+            Ok(Outcome::Success)
+        }
+        RunCommand::Export { id, out } => {
+            let text = app.export_run(id).await?;
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&out)
+                .map_err(|e| {
+                    AppError::new(
+                        kvgate_app::ErrorCode::InvalidInput,
+                        format!("--out {}: cannot create it: {e}", out.display()),
+                    )
+                })?;
+            file.write_all(text.as_bytes())
+                .map_err(|e| AppError::storage(format!("{}: cannot write: {e}", out.display())))?;
+            println!(
+                "wrote run {id} to {} ({} lines, sha256 {})",
+                out.display(),
+                text.lines().count(),
+                kvgate_core::canonical::sha256_hex(text.as_bytes())
+            );
+            Ok(Outcome::Success)
+        }
+        RunCommand::Import { study, file } => {
+            let study = app.study_by_name(&study).await?;
+            let text = std::fs::read_to_string(&file).map_err(|e| {
+                AppError::new(
+                    kvgate_app::ErrorCode::InvalidInput,
+                    format!("{}: cannot read it: {e}", file.display()),
+                )
+            })?;
+            let name = file.display().to_string();
+            let summary = app
+                .import_run_file(study.id, &name, &text, "imported")
+                .await?;
+            print_summary(&summary);
+            Ok(Outcome::Success)
+        }
+        RunCommand::Show { id, json } => {
+            let detail = app.run_detail(id).await?;
+            if json {
+                print_json(&detail)?;
+            } else {
+                print_summary(&detail.run);
+                println!(
+                    "  verdicts (measured): {} accepted, {} rejected, {} not validated",
+                    detail.accepted, detail.rejected, detail.unvalidated
+                );
+                for e in &detail.evidence {
+                    println!(
+                        "  evidence {} {} ({} bytes) sha256 {}",
+                        e.kind, e.source_name, e.bytes, e.sha256
+                    );
+                }
+            }
+            Ok(Outcome::Success)
+        }
+    }
+}

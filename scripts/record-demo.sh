@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Records the demo study that `make run` seeds: the real llama.cpp server on CPU (SmolLM2-135M),
+# f16 KV (B0) and q8_0 KV (Q8, an 8-bit stand-in, not FP8), 24 items of the committed synthetic
+# corpus each, run by KV Gate itself; writes the two kvgate-run files under fixtures/demo/runs/.
+# Usage: scripts/record-demo.sh [ITEMS]   (needs `make llm` and a built `kvgate`)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+items=${1:-24}
+kvgate=${KVGATE_BIN:-target/debug/kvgate}
+work=$(mktemp -d)
+export KVGATE_DB=$work/demo.sqlite
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done; wait || true; rm -rf "$work"; }
+trap cleanup EXIT
+
+"$kvgate" study create "recording" >/dev/null
+"$kvgate" manifest freeze --study recording fixtures/manifests/smollm2-135m-cpu-b0.json >/dev/null
+"$kvgate" manifest freeze --study recording fixtures/manifests/smollm2-135m-cpu-q8.json >/dev/null
+
+serve() { # kv → ready line in $work/$kv.json
+  "$kvgate" llm serve --kv "$1" >"$work/$1.json" 2>"$work/$1.err" &
+  pids+=("$!")
+}
+serve f16
+serve q8_0
+for kv in f16 q8_0; do
+  for _ in $(seq 1 240); do [ -s "$work/$kv.json" ] && break; sleep 0.5; done
+  [ -s "$work/$kv.json" ] || { cat "$work/$kv.err" >&2; echo "record-demo: $kv server not ready" >&2; exit 1; }
+done
+field() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$@"; }
+
+run() { # cell kv
+  "$kvgate" run quality --study recording --cell "$1" --endpoint "$(field "$work/$2.json" url)" \
+    --startup-log "$(field "$work/$2.json" log)" --corpus fixtures/demo/corpus --limit "$items" \
+    --seed 7 --warmup 1 >"$work/$1.out"
+}
+run B0 f16 &
+b0=$!
+run Q8 q8_0 &
+q8=$!
+wait "$b0"
+wait "$q8"
+cat "$work/B0.out" "$work/Q8.out"
+mkdir -p fixtures/demo/runs
+rm -f fixtures/demo/runs/b0-f16.kvgate-run.jsonl fixtures/demo/runs/q8-q8_0.kvgate-run.jsonl
+run_of() { # cell → run id
+  "$kvgate" run list --study recording --json |
+    python3 -c "import json,sys; print(next(r['id'] for r in json.load(sys.stdin) if r['cell'] == sys.argv[1]))" "$1"
+}
+"$kvgate" run export "$(run_of B0)" --out fixtures/demo/runs/b0-f16.kvgate-run.jsonl
+"$kvgate" run export "$(run_of Q8)" --out fixtures/demo/runs/q8-q8_0.kvgate-run.jsonl
