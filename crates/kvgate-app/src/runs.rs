@@ -57,6 +57,7 @@ pub(crate) struct ActiveRuns {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
 #[ts(optional_fields)]
 pub struct QualityRunInput {
+    #[ts(type = "number")]
     pub study_id: i64,
     pub cell: String,
     /// Server root or its `/v1` prefix.
@@ -95,6 +96,7 @@ pub struct QualityRunInput {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
 #[ts(optional_fields)]
 pub struct LoadRunInput {
+    #[ts(type = "number")]
     pub study_id: i64,
     pub cell: String,
     pub base_url: String,
@@ -127,7 +129,9 @@ pub struct LoadRunInput {
 /// A run as listed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
 pub struct RunSummary {
+    #[ts(type = "number")]
     pub id: i64,
+    #[ts(type = "number")]
     pub study_id: i64,
     pub cell: String,
     /// `quality` or `load`.

@@ -63,6 +63,7 @@ pub struct StartupEvidence {
     pub kv_cache_tokens: Option<Found<u64>>,
     /// vLLM `Maximum concurrency for N tokens per request: X.XXx`: (tokens per request, factor).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(as = "Option<Found<(f64, f64)>>")]
     pub max_concurrency: Option<Found<(u64, f64)>>,
     /// Lines showing default scales (1.0) or uncalibrated q/prob scales: expected in a C1 run,
     /// drift in a C2 run.

@@ -3,7 +3,7 @@
 /**
  * A load run at an offered rate (open loop) or a fixed concurrency (closed loop).
  */
-export type LoadRunInput = { study_id: bigint, cell: string, base_url: string, model?: string, 
+export type LoadRunInput = { study_id: number, cell: string, base_url: string, model?: string, 
 /**
  * Prompts to cycle through; every response is validated against its item.
  */

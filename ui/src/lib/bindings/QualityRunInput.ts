@@ -3,7 +3,7 @@
 /**
  * A paired-quality run: the corpus (or a balanced subset) sent to one cell's server.
  */
-export type QualityRunInput = { study_id: bigint, cell: string, 
+export type QualityRunInput = { study_id: number, cell: string, 
 /**
  * Server root or its `/v1` prefix.
  */

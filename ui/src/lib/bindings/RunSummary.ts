@@ -3,7 +3,7 @@
 /**
  * A run as listed.
  */
-export type RunSummary = { id: bigint, study_id: bigint, cell: string, 
+export type RunSummary = { id: number, study_id: number, cell: string, 
 /**
  * `quality` or `load`.
  */

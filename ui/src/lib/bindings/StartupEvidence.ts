@@ -34,7 +34,7 @@ kv_cache_tokens?: Found<number>,
 /**
  * vLLM `Maximum concurrency for N tokens per request: X.XXx`: (tokens per request, factor).
  */
-max_concurrency?: Found<[bigint, number]>, 
+max_concurrency?: Found<[number, number]>, 
 /**
  * Lines showing default scales (1.0) or uncalibrated q/prob scales: expected in a C1 run,
  * drift in a C2 run.
