@@ -4,6 +4,7 @@
 //
 // Usage: node tests/e2e/run.mjs [journey-name-substring …]
 // Env:   KVGATE_APP  path of the app binary (default: <cargo target dir>/debug/kvgate-desktop)
+//        KVGATE_CLI  path of the CLI binary journeys seed data with (default: `kvgate` beside the app)
 
 import { spawn, execFileSync } from 'node:child_process';
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync, existsSync, readdirSync } from 'node:fs';
@@ -127,6 +128,7 @@ async function loadJourneys(filters) {
 async function main() {
   const app = process.env.KVGATE_APP || join(targetDir(), 'debug', 'kvgate-desktop');
   if (!existsSync(app)) throw new Error(`app binary not found: ${app} (run \`make build\` first)`);
+  const cli = process.env.KVGATE_CLI || join(dirname(app), 'kvgate');
   const work = mkdtempSync(join(tmpdir(), 'kvgate-e2e-'));
   const artifacts = join(targetDir(), 'e2e');
   mkdirSync(artifacts, { recursive: true });
@@ -142,6 +144,15 @@ async function main() {
       const ctx = {
         work,
         db: (name) => join(work, `${name}.sqlite`),
+        /** Runs the CLI (seeding data before the window opens); returns stdout, throws with stderr. */
+        kvgate(args, { timeoutMs = 300000 } = {}) {
+          if (!existsSync(cli)) throw new Error(`CLI binary not found: ${cli} (run \`make build\` first)`);
+          try {
+            return execFileSync(cli, args, { cwd: root, encoding: 'utf8', timeout: timeoutMs, stdio: ['ignore', 'pipe', 'pipe'] });
+          } catch (e) {
+            throw new Error(`kvgate ${args.join(' ')} failed: ${e.stderr || e.message}`);
+          }
+        },
         async launch(args = []) {
           const s = await Session.create(base, app, args);
           sessions.push(s);

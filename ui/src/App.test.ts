@@ -16,13 +16,16 @@ vi.mock('$lib/ipc', async (importOriginal) => ({
   generateFixtures: vi.fn(),
   openCorpus: vi.fn(),
   checkCorpora: vi.fn(),
+  listRuns: vi.fn(),
+  localServers: vi.fn(),
+  onRunProgress: vi.fn(),
 }));
 
 import * as ipc from '$lib/ipc';
 import App from './App.svelte';
 
 const ipcMock = vi.mocked(ipc);
-const BUILT: readonly string[] = ['studies', 'manifests', 'fixtures'];
+const BUILT: readonly string[] = ['studies', 'manifests', 'fixtures', 'runs'];
 const study = {
   id: 4,
   name: 'FP8 KV, Llama 8B',
@@ -48,6 +51,9 @@ beforeEach(() => {
     scale_tensor_patterns: [],
   });
   ipcMock.listManifests.mockResolvedValue([]);
+  ipcMock.listRuns.mockResolvedValue([]);
+  ipcMock.localServers.mockResolvedValue([]);
+  ipcMock.onRunProgress.mockResolvedValue(() => {});
 });
 
 afterEach(() => {
@@ -113,6 +119,18 @@ describe('App shell', () => {
     const root = await screen.findByTestId('screen-manifests');
     expect(root.querySelector('[data-testid="not-built"]')).toBeNull();
     expect(await screen.findByTestId('manifests-empty')).toBeTruthy();
+    expect(ipcMock.listManifests).toHaveBeenCalledWith(study.id);
+  });
+
+  it('subscribes to run progress at startup and lists the runs of the current study on the Runs screen', async () => {
+    render(App);
+    expect(ipcMock.onRunProgress).toHaveBeenCalledTimes(1);
+    window.location.hash = '#/runs';
+    window.dispatchEvent(new HashChangeEvent('hashchange'));
+    const root = await screen.findByTestId('screen-runs');
+    expect(root.querySelector('[data-testid="not-built"]')).toBeNull();
+    expect(await screen.findByTestId('runs-empty')).toBeTruthy();
+    expect(ipcMock.listRuns).toHaveBeenCalledWith(study.id);
     expect(ipcMock.listManifests).toHaveBeenCalledWith(study.id);
   });
 

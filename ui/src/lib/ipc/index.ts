@@ -8,16 +8,36 @@ import type { AppInfo } from '$lib/bindings/AppInfo';
 import type { DisjointReport } from '$lib/bindings/DisjointReport';
 import type { GenerateFixtures } from '$lib/bindings/GenerateFixtures';
 import type { LoadedCorpus } from '$lib/bindings/LoadedCorpus';
+import type { LoadRunInput } from '$lib/bindings/LoadRunInput';
+import type { LocalServer } from '$lib/bindings/LocalServer';
 import type { ManifestCapacity } from '$lib/bindings/ManifestCapacity';
 import type { ManifestCheck } from '$lib/bindings/ManifestCheck';
 import type { ManifestDiff } from '$lib/bindings/ManifestDiff';
 import type { ManifestVocabulary } from '$lib/bindings/ManifestVocabulary';
 import type { NewStudy } from '$lib/bindings/NewStudy';
+import type { QualityRunInput } from '$lib/bindings/QualityRunInput';
+import type { RunDetail } from '$lib/bindings/RunDetail';
+import type { RunEvent } from '$lib/bindings/RunEvent';
+import type { RunSummary } from '$lib/bindings/RunSummary';
 import type { StoredManifest } from '$lib/bindings/StoredManifest';
 import type { Study } from '$lib/bindings/Study';
 import { toAppError } from './errors';
 
 export { toAppError } from './errors';
+
+/**
+ * A generated type as it crosses IPC. ts-rs writes a Rust i64/u64 that has no `#[ts(type)]`
+ * override as `bigint`, but serde_json and Tauri carry it as a JSON number (and JSON.stringify
+ * refuses a bigint), so on both sides of `invoke` such fields are numbers. The identity for
+ * types without such fields.
+ */
+export type Wire<T> = T extends bigint
+  ? number
+  : T extends readonly (infer U)[]
+    ? Wire<U>[]
+    : T extends object
+      ? { [K in keyof T]: Wire<T[K]> }
+      : T;
 
 async function call<T>(command: string, args?: InvokeArgs): Promise<T> {
   try {
@@ -90,4 +110,32 @@ export const cancelWeightsDigest = (): Promise<boolean> => call('cancel_weights_
 /** Subscribes to hashing progress; resolves to the function that unsubscribes. */
 export function onWeightsProgress(handler: (progress: WeightsProgress) => void): Promise<() => void> {
   return listen<WeightsProgress>('weights-progress', (event) => handler(event.payload));
+}
+
+/** Runs a paired-quality pass against one cell's server; resolves only once the run is stored
+ * (minutes). Progress arrives through `onRunProgress`; the run is listed from its first report. */
+export const runQuality = (input: Wire<QualityRunInput>): Promise<Wire<RunSummary>> => call('run_quality', { input });
+
+/** Runs load at an offered rate or a fixed concurrency; resolves once the run is stored. */
+export const runLoad = (input: Wire<LoadRunInput>): Promise<Wire<RunSummary>> => call('run_load', { input });
+
+/** Asks a running run to stop; it is then stored `cancelled`, every planned request accounted for. */
+export const cancelRun = (runId: number): Promise<null> => call('cancel_run', { runId });
+
+export const listRuns = (studyId: number): Promise<Wire<RunSummary>[]> => call('list_runs', { studyId });
+
+/** One run with its requests, verdicts, compatibility check and evidence. */
+export const runDetail = (runId: number): Promise<Wire<RunDetail>> => call('run_detail', { runId });
+
+/** Starts a local llama.cpp server with this KV-cache type and waits until it answers (5–60 s). */
+export const startLocalServer = (kv: string): Promise<LocalServer> => call('start_local_server', { kv });
+
+/** Stops a local server this workbench started (SIGTERM, then SIGKILL after 10 s). */
+export const stopLocalServer = (pid: number): Promise<null> => call('stop_local_server', { pid });
+
+export const localServers = (): Promise<LocalServer[]> => call('local_servers');
+
+/** Subscribes to the progress of every running run; resolves to the function that unsubscribes. */
+export function onRunProgress(handler: (event: RunEvent) => void): Promise<() => void> {
+  return listen<RunEvent>('run-progress', (event) => handler(event.payload));
 }

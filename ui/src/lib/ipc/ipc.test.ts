@@ -1,10 +1,13 @@
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 
 vi.mock('@tauri-apps/api/core', () => ({ invoke: vi.fn() }));
+vi.mock('@tauri-apps/api/event', () => ({ listen: vi.fn() }));
 
 import { invoke } from '@tauri-apps/api/core';
+import { listen } from '@tauri-apps/api/event';
 import {
   appInfo,
+  cancelRun,
   checkCorpora,
   createStudy,
   deleteManifestDraft,
@@ -14,12 +17,20 @@ import {
   generateFixtures,
   lastOpenedStudy,
   listManifests,
+  listRuns,
   listStudies,
+  localServers,
   manifestCapacity,
   manifestVocabulary,
   openCorpus,
+  onRunProgress,
   openStudy,
+  runDetail,
+  runLoad,
+  runQuality,
   saveManifestDraft,
+  startLocalServer,
+  stopLocalServer,
   toAppError,
   validateManifest,
 } from '$lib/ipc';
@@ -131,6 +142,49 @@ describe('commands', () => {
       ['open_corpus', { dir: '/tmp/c7' }],
       ['check_corpora', { a: '/tmp/cal', b: '/tmp/c7' }],
     ]);
+  });
+
+  it('calls the run and local-server commands with the argument names the Rust commands take', async () => {
+    invokeMock.mockResolvedValue(null);
+    const quality = { study_id: 3, cell: 'B0', base_url: 'http://127.0.0.1:41001', corpus_dir: '/tmp/c7', limit: 6, seed: 1 };
+    const load = { study_id: 3, cell: 'Q8', base_url: 'http://127.0.0.1:41002', corpus_dir: '/tmp/c7', duration_s: 30, concurrency: 1, seed: 1 };
+    await runQuality(quality);
+    await runLoad(load);
+    await cancelRun(11);
+    await listRuns(3);
+    await runDetail(11);
+    await startLocalServer('q8_0');
+    await stopLocalServer(4242);
+    await localServers();
+
+    expect(invokeMock.mock.calls).toEqual([
+      ['run_quality', { input: quality }],
+      ['run_load', { input: load }],
+      ['cancel_run', { runId: 11 }],
+      ['list_runs', { studyId: 3 }],
+      ['run_detail', { runId: 11 }],
+      ['start_local_server', { kv: 'q8_0' }],
+      ['stop_local_server', { pid: 4242 }],
+      ['local_servers', undefined],
+    ]);
+  });
+
+  it('hands each run-progress payload to the handler', async () => {
+    const listenMock = vi.mocked(listen);
+    const unlisten = vi.fn();
+    listenMock.mockResolvedValue(unlisten);
+    const handler = vi.fn();
+    await expect(onRunProgress(handler)).resolves.toBe(unlisten);
+    expect(listenMock).toHaveBeenCalledWith('run-progress', expect.any(Function));
+    const payload = {
+      run_id: 4,
+      phase: 'measured' as const,
+      progress: { planned: 6, sent: 2, finished: 1, failed: 0, elapsed_ms: 900 },
+      state: null,
+    };
+    const callback = listenMock.mock.calls[0]![1];
+    callback({ event: 'run-progress', id: 1, payload });
+    expect(handler).toHaveBeenCalledWith(payload);
   });
 
   it('returns what the backend returned', async () => {

@@ -1,0 +1,182 @@
+// Presentation of what the backend measured and stored for runs: progress, durations, evidence.
+// Nothing here judges a run: verdicts, validity and counts are the backend's.
+
+import type { Wire } from '$lib/ipc';
+import type { AppError } from '$lib/bindings/AppError';
+import type { QualityRunInput } from '$lib/bindings/QualityRunInput';
+import type { RequestRecord } from '$lib/bindings/RequestRecord';
+import type { RunEvent } from '$lib/bindings/RunEvent';
+import type { RunPhase } from '$lib/bindings/RunPhase';
+import type { RunProgress } from '$lib/bindings/RunProgress';
+import type { StartupEvidence } from '$lib/bindings/StartupEvidence';
+import type { StoredManifest } from '$lib/bindings/StoredManifest';
+
+/** The latest progress report of each run, by run id. */
+export type ProgressByRun = Readonly<Record<number, RunEvent>>;
+
+const PHASE_ORDER: Record<RunPhase, number> = { warmup: 0, measured: 1, finished: 2 };
+
+/**
+ * Takes a progress report into the map. A report older than the one kept (an earlier phase, or
+ * the same phase at an earlier time) is ignored, so a late event never moves a bar backwards.
+ * Returns the same map when nothing changed.
+ */
+export function applyRunEvent(map: ProgressByRun, event: RunEvent): ProgressByRun {
+  const kept = map[event.run_id];
+  if (kept) {
+    const byPhase = PHASE_ORDER[event.phase] - PHASE_ORDER[kept.phase];
+    if (byPhase < 0) return map;
+    if (byPhase === 0 && event.progress.elapsed_ms < kept.progress.elapsed_ms) return map;
+  }
+  return { ...map, [event.run_id]: event };
+}
+
+export const PHASE_LABEL: Record<RunPhase, string> = {
+  warmup: 'warm-up',
+  measured: 'measured',
+  finished: 'finished',
+};
+
+/** `<progress>` attributes: finished of planned; `null` when the plan's size is not known (a bar without value). */
+export function progressBar(progress: RunProgress): { value: number; max: number } | null {
+  if (progress.planned === null || progress.planned <= 0) return null;
+  return { value: Math.min(progress.finished, progress.planned), max: progress.planned };
+}
+
+/** "sent 3 / 6, finished 2, failed 0, elapsed 12.4 s" (planned unknown: "sent 3"). */
+export function progressText(progress: RunProgress): string {
+  const sent = progress.planned === null ? `sent ${progress.sent}` : `sent ${progress.sent} / ${progress.planned}`;
+  return `${sent}, finished ${progress.finished}, failed ${progress.failed}, elapsed ${formatDuration(progress.elapsed_ms)}`;
+}
+
+/** A duration for reading: "850 ms", "12.4 s", "3 min 05 s"; "—" when not measured. */
+export function formatDuration(ms: number | null | undefined): string {
+  if (ms === null || ms === undefined || !Number.isFinite(ms)) return '—';
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
+  const total = Math.round(ms / 1000);
+  const minutes = Math.floor(total / 60);
+  const seconds = total % 60;
+  return `${minutes} min ${String(seconds).padStart(2, '0')} s`;
+}
+
+/** Milliseconds with one decimal ("412.3 ms"); "—" when not measured (never 0). */
+export function formatMs(ms: number | null | undefined): string {
+  if (ms === null || ms === undefined || !Number.isFinite(ms)) return '—';
+  return `${ms.toFixed(1)} ms`;
+}
+
+/** Time to first token from actual dispatch; `null` unless both were observed. */
+export function ttftMs(record: RequestRecord): number | null {
+  if (record.first_token_ms === null || record.dispatch_ms === null) return null;
+  return record.first_token_ms - record.dispatch_ms;
+}
+
+/** End-to-end latency from actual dispatch; `null` for a request that never ended or was never sent. */
+export function e2eMs(record: RequestRecord): number | null {
+  if (record.finish_ms === null || record.dispatch_ms === null) return null;
+  return record.finish_ms - record.dispatch_ms;
+}
+
+/** What the startup log says about the KV cache, as printed by llama.cpp; `null` when it says nothing. */
+export function kvCache(
+  startup: Wire<StartupEvidence> | null | undefined,
+): { size: string; mib: number; kType: string; vType: string; cells: number; line: number; text: string } | null {
+  const found = startup?.llama_kv_cache;
+  if (!found) return null;
+  const kv = found.value;
+  return {
+    size: `${kv.size_mib.toFixed(2)} MiB`,
+    mib: kv.size_mib,
+    kType: kv.k_type,
+    vType: kv.v_type,
+    cells: kv.cells,
+    line: found.line,
+    text: found.text,
+  };
+}
+
+/** The cells a run can be started for: frozen manifests, in the order listed. */
+export function runnableCells(manifests: readonly StoredManifest[]): string[] {
+  return manifests.filter((m) => m.status === 'frozen').map((m) => m.cell);
+}
+
+/** A measured value for reading: up to three decimals, thousands separated; "—" when absent. */
+export function formatNumber(value: number | null | undefined): string {
+  if (value === null || value === undefined || !Number.isFinite(value)) return '—';
+  return value.toLocaleString('en-US', { maximumFractionDigits: 3 });
+}
+
+/** Entries of a per-metric summary map, by metric name. */
+export function metricRows<T>(map: Partial<Record<string, T>>): [string, T][] {
+  return Object.entries(map)
+    .filter((entry): entry is [string, T] => entry[1] !== undefined)
+    .sort(([a], [b]) => a.localeCompare(b));
+}
+
+/** The form as typed: numbers are `null` when the field is empty. */
+export type QualityForm = {
+  studyId: number;
+  cell: string;
+  baseUrl: string;
+  startupLog: string;
+  corpusDir: string;
+  limit: number | null;
+  repeats: number | null;
+  seed: number | null;
+  warmup: number | null;
+};
+
+function invalid(message: string): AppError {
+  return { code: 'invalid_input', message };
+}
+
+function wholeNumber(value: number | null, name: string, min: number): AppError | null {
+  if (value === null || !Number.isSafeInteger(value) || value < min) {
+    return invalid(`${name}: expected a whole number of at least ${min}, found ${value ?? 'nothing'}`);
+  }
+  return null;
+}
+
+/**
+ * The request for `run_quality`, or the first problem with the form. Only what the request type
+ * itself needs is checked here (present fields, whole numbers); the backend checks the rest.
+ */
+export function qualityRunInput(form: QualityForm): Wire<QualityRunInput> | AppError {
+  if (!form.cell) return invalid('cell: expected a frozen manifest to run, found none chosen');
+  const baseUrl = form.baseUrl.trim();
+  if (!baseUrl) return invalid('endpoint: expected a base URL (e.g. http://127.0.0.1:8080), found nothing');
+  const corpusDir = form.corpusDir.trim();
+  if (!corpusDir) return invalid('corpus folder: expected a folder with items.jsonl and corpus.json, found nothing');
+  const problem =
+    wholeNumber(form.limit, 'limit', 1) ??
+    wholeNumber(form.repeats, 'repeats', 1) ??
+    wholeNumber(form.seed, 'seed', 0) ??
+    wholeNumber(form.warmup, 'warm-up requests', 0);
+  if (problem) return problem;
+  const startupLog = form.startupLog.trim();
+  return {
+    study_id: form.studyId,
+    cell: form.cell,
+    base_url: baseUrl,
+    corpus_dir: corpusDir,
+    limit: form.limit ?? undefined,
+    repeats: form.repeats ?? undefined,
+    seed: form.seed ?? undefined,
+    warmup: form.warmup ?? undefined,
+    ...(startupLog ? { startup_log: startupLog } : {}),
+  };
+}
+
+/** The base URL a run was sent to, as recorded in its config. */
+export function configBaseUrl(config: Readonly<Record<string, unknown>>): string | null {
+  const endpoint = config['endpoint'];
+  if (typeof endpoint !== 'object' || endpoint === null) return null;
+  const url = (endpoint as Record<string, unknown>)['base_url'];
+  return typeof url === 'string' ? url : null;
+}
+
+/** The first characters of a digest, for a table cell; the full digest goes in its title. */
+export function shortDigest(sha256: string): string {
+  return sha256.slice(0, 12);
+}
