@@ -37,7 +37,7 @@ lint: setup
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	npm run check
 
-e2e: build
+e2e: build llm
 	node tests/e2e/run.mjs
 
 ## The real llama.cpp server (f16 KV = B0 analogue, q8_0 KV = 8-bit candidate stand-in) in .llm/.

@@ -68,6 +68,23 @@ pub fn load_tokenizer(path: Option<&Path>) -> Result<PinnedTokenizer, AppError> 
         .map_err(|e| AppError::new(ErrorCode::InvalidInput, e.to_string()))
 }
 
+/// The default prompts of a load run given no corpus: the synthetic evaluation corpus of the
+/// test-2k preset (one item per cell), generated in memory with the pinned tokenizer from `seed`.
+pub fn default_load_corpus(seed: u64) -> Result<LoadedCorpus, AppError> {
+    let tokenizer = load_tokenizer(None)?;
+    let options = FixtureOptions {
+        split: Split::Evaluation,
+        per_stratum: 1,
+    };
+    let corpus = generate_corpus(&tokenizer, seed, Preset::Test2k, &options)
+        .map_err(|e| AppError::new(ErrorCode::Internal, e.to_string()))?;
+    Ok(LoadedCorpus {
+        dir: format!("(generated in memory: test-2k evaluation corpus, seed {seed})"),
+        meta: corpus.meta,
+        items: corpus.items,
+    })
+}
+
 /// Generates a corpus into a new folder. Written to a temporary sibling and renamed into
 /// place, so a failure or an interruption leaves no half-written corpus.
 pub fn generate_fixtures(req: &GenerateFixtures) -> Result<LoadedCorpus, AppError> {

@@ -102,8 +102,10 @@ pub struct LoadRunInput {
     pub base_url: String,
     #[serde(default)]
     pub model: Option<String>,
-    /// Prompts to cycle through; every response is validated against its item.
-    pub corpus_dir: String,
+    /// Prompts to cycle through; every response is validated against its item. Without one,
+    /// the synthetic test-2k evaluation corpus generated from `seed` with the pinned tokenizer.
+    #[serde(default)]
+    pub corpus_dir: Option<String>,
     /// `poisson:RPS`, `gamma:RPS:SHAPE`, `constant:RPS` or `trace:FILE`. Ignored when
     /// `concurrency` is set (closed loop).
     #[serde(default)]
@@ -561,7 +563,10 @@ impl App {
         let duration = Duration::from_secs_f64(input.duration_s);
         let drain = Duration::from_secs_f64(drain_s);
         let seed = input.seed.unwrap_or(1);
-        let corpus = open_corpus(Path::new(&input.corpus_dir))?;
+        let corpus = match input.corpus_dir.as_deref().filter(|d| !d.trim().is_empty()) {
+            Some(dir) => open_corpus(Path::new(dir))?,
+            None => crate::fixtures::default_load_corpus(seed)?,
+        };
         let ids: Vec<String> = corpus.items.iter().map(|i| i.id.clone()).collect();
         let order = quality_order(&ids, 1, seed);
         let by_id: BTreeMap<&str, &FixtureItem> =
@@ -594,7 +599,7 @@ impl App {
             "kind": "load",
             "endpoint": {"base_url": p.endpoint.base_url, "api": "chat", "model": p.endpoint.model},
             "corpus": {
-                "dir": input.corpus_dir,
+                "dir": corpus.dir,
                 "items_sha256": corpus.meta.items_sha256,
                 "item_count": corpus.meta.item_count,
                 "synthetic": corpus.meta.synthetic,

@@ -69,9 +69,10 @@ pub enum RunCommand {
     Load {
         #[command(flatten)]
         target: Target,
-        /// Prompts to cycle through (every response is validated against its item)
+        /// Prompts to cycle through (every response is validated against its item); default: the
+        /// synthetic test-2k evaluation corpus generated from --seed with the pinned tokenizer
         #[arg(long)]
-        corpus: PathBuf,
+        corpus: Option<PathBuf>,
         /// poisson:RPS, gamma:RPS:SHAPE, constant:RPS or trace:FILE
         #[arg(long, required_unless_present = "concurrency")]
         arrivals: Option<String>,
@@ -290,7 +291,7 @@ pub async fn run(app: &App, cmd: RunCommand) -> Result<Outcome, AppError> {
                 cell: target.cell.clone(),
                 base_url: target.endpoint.clone(),
                 model: target.model.clone(),
-                corpus_dir: corpus.display().to_string(),
+                corpus_dir: corpus.map(|c| c.display().to_string()),
                 arrivals,
                 duration_s: duration,
                 concurrency,

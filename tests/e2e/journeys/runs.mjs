@@ -4,7 +4,7 @@
 //
 // Needs `make llm` (the venv and the SmolLM2-135M model in .llm/). On a 2-core CPU with both
 // servers busy a request takes 10–90 s (the recorded demo runs: ~24 s f16, ~44 s q8_0 on
-// average), so the runs send 6 items (plus one warm-up request) and the waits are long.
+// average), so the runs send few items (plus one warm-up request) — now 4 and the waits are long.
 
 import { assert, waitUntil, valueOf, choose } from '../helpers.mjs';
 import { join, resolve, dirname } from 'node:path';

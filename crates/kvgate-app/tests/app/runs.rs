@@ -254,7 +254,7 @@ async fn runs_need_a_frozen_manifest_and_valid_input() {
         cell: "B0".into(),
         base_url: server.base(),
         model: None,
-        corpus_dir: path("fixtures/demo/corpus"),
+        corpus_dir: Some(path("fixtures/demo/corpus")),
         arrivals: Some("weibull:3".into()),
         duration_s: 1.0,
         concurrency: None,
@@ -280,7 +280,7 @@ async fn open_loop_load_run_accounts_for_every_planned_request() {
         cell: "B0".into(),
         base_url: server.base(),
         model: None,
-        corpus_dir: path("fixtures/demo/corpus"),
+        corpus_dir: None,
         arrivals: Some("constant:40".into()),
         duration_s: 0.5,
         concurrency: None,
@@ -298,6 +298,13 @@ async fn open_loop_load_run_accounts_for_every_planned_request() {
     assert_eq!(detail.requests.len(), 20);
     assert_eq!(detail.accepted + detail.rejected, 20);
     assert_eq!(summary.config["mode"]["open_loop"]["kind"], "constant");
+    // No corpus given: the test-2k evaluation corpus generated from the seed, labelled so.
+    assert_eq!(summary.config["corpus"]["item_count"], 72);
+    assert_eq!(summary.config["corpus"]["synthetic"], true);
+    assert!(summary.config["corpus"]["dir"]
+        .as_str()
+        .unwrap()
+        .starts_with("(generated in memory"));
 }
 
 #[tokio::test]

@@ -5,9 +5,10 @@
  */
 export type LoadRunInput = { study_id: number, cell: string, base_url: string, model?: string, 
 /**
- * Prompts to cycle through; every response is validated against its item.
+ * Prompts to cycle through; every response is validated against its item. Without one,
+ * the synthetic test-2k evaluation corpus generated from `seed` with the pinned tokenizer.
  */
-corpus_dir: string, 
+corpus_dir?: string, 
 /**
  * `poisson:RPS`, `gamma:RPS:SHAPE`, `constant:RPS` or `trace:FILE`. Ignored when
  * `concurrency` is set (closed loop).
