@@ -324,6 +324,28 @@ struct Prepared {
     deadline: Duration,
 }
 
+impl Prepared {
+    /// A run's configuration: what every run records (endpoint without key, deadlines, scrape
+    /// interval, startup-log digest, manifest digest, validator, runner), plus `specific`.
+    fn config(&self, specific: Value) -> Value {
+        let mut config = json!({
+            "endpoint": {"base_url": self.endpoint.base_url, "api": "chat", "model": self.endpoint.model},
+            "request_deadline_ms": self.deadline.as_millis() as u64,
+            "scrape_interval_ms": self.scrape_interval.map(|d| d.as_millis() as u64),
+            "startup_log": self.startup_log.as_ref().map(|(path, text)| {
+                json!({"path": path, "sha256": sha256_hex(text.as_bytes())})
+            }),
+            "manifest_sha256": self.manifest.digest().ok(),
+            "validator": ValidatorPolicy::default(),
+            "runner": concat!("kvgate-runner ", env!("CARGO_PKG_VERSION")),
+        });
+        if let (Value::Object(config), Value::Object(specific)) = (&mut config, specific) {
+            config.extend(specific);
+        }
+        config
+    }
+}
+
 /// A run stored as `running`, with what its schedule needs.
 struct Started {
     run_id: i64,
@@ -433,9 +455,8 @@ impl App {
         let warmup = (input.warmup.unwrap_or(1) as usize).min(items.len());
         let ids: Vec<String> = items.iter().map(|i| i.id.clone()).collect();
         let order = quality_order(&ids, repeats, seed);
-        let config = json!({
+        let config = p.config(json!({
             "kind": "quality",
-            "endpoint": {"base_url": p.endpoint.base_url, "api": "chat", "model": p.endpoint.model},
             "corpus": {
                 "dir": input.corpus_dir,
                 "items_sha256": corpus.meta.items_sha256,
@@ -447,13 +468,7 @@ impl App {
             "seed": seed,
             "warmup": warmup,
             "concurrency": concurrency,
-            "request_deadline_ms": p.deadline.as_millis() as u64,
-            "scrape_interval_ms": p.scrape_interval.map(|d| d.as_millis() as u64),
-            "startup_log": p.startup_log.as_ref().map(|(path, text)| json!({"path": path, "sha256": sha256_hex(text.as_bytes())})),
-            "manifest_sha256": p.manifest.digest().ok(),
-            "validator": ValidatorPolicy::default(),
-            "runner": concat!("kvgate-runner ", env!("CARGO_PKG_VERSION")),
-        });
+        }));
         let label = format!(
             "quality · {} · {} items × {repeats}",
             input.cell,
@@ -595,9 +610,8 @@ impl App {
                 ))
             }
         };
-        let config = json!({
+        let config = p.config(json!({
             "kind": "load",
-            "endpoint": {"base_url": p.endpoint.base_url, "api": "chat", "model": p.endpoint.model},
             "corpus": {
                 "dir": corpus.dir,
                 "items_sha256": corpus.meta.items_sha256,
@@ -608,13 +622,7 @@ impl App {
             "duration_ms": duration.as_millis() as u64,
             "drain_ms": drain.as_millis() as u64,
             "seed": seed,
-            "request_deadline_ms": p.deadline.as_millis() as u64,
-            "scrape_interval_ms": p.scrape_interval.map(|d| d.as_millis() as u64),
-            "startup_log": p.startup_log.as_ref().map(|(path, text)| json!({"path": path, "sha256": sha256_hex(text.as_bytes())})),
-            "manifest_sha256": p.manifest.digest().ok(),
-            "validator": ValidatorPolicy::default(),
-            "runner": concat!("kvgate-runner ", env!("CARGO_PKG_VERSION")),
-        });
+        }));
         let label = match (&arrivals, input.concurrency) {
             (_, Some(n)) => format!(
                 "load · {} · closed loop × {n} · {} s",
