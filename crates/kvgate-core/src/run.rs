@@ -263,6 +263,17 @@ mod tests {
         };
         assert_eq!(never_sent.ttft_ms(), None);
         assert_eq!(never_sent.e2e_ms(), None);
+        let no_token = RequestRecord {
+            first_token_ms: None,
+            ..record()
+        };
+        assert_eq!(no_token.ttft_ms(), None);
+        let never_ended = RequestRecord {
+            status: RequestStatus::Timeout,
+            finish_ms: None,
+            ..record()
+        };
+        assert_eq!(never_ended.e2e_ms(), None);
     }
 
     #[test]

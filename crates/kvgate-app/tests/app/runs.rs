@@ -112,6 +112,10 @@ async fn quality_run_stores_every_request_with_its_verdict_and_evidence() {
     assert_eq!(detail.accepted, expected_accepted);
     assert_eq!(detail.rejected, 16 - expected_accepted);
     for r in detail.requests.iter().filter(|r| !r.warmup) {
+        // Latencies come from the record's own rule, measured from actual dispatch.
+        assert_eq!(r.ttft_ms, r.record.ttft_ms());
+        assert_eq!(r.e2e_ms, r.record.e2e_ms());
+        assert!(r.ttft_ms.is_some() && r.e2e_ms >= r.ttft_ms);
         let v = r
             .verdict
             .as_ref()

@@ -5,4 +5,14 @@ import type { Verdict } from "./Verdict";
 /**
  * One stored request with its verdict.
  */
-export type RunRequest = { record: RequestRecord, repeat: number, warmup: boolean, verdict: Verdict | null, };
+export type RunRequest = { record: RequestRecord, 
+/**
+ * Time to first token from actual dispatch (`RequestRecord::ttft_ms`); absent unless both
+ * were observed.
+ */
+ttft_ms: number | null, 
+/**
+ * End-to-end latency from actual dispatch (`RequestRecord::e2e_ms`); absent for a request
+ * that never ended or was never sent.
+ */
+e2e_ms: number | null, repeat: number, warmup: boolean, verdict: Verdict | null, };

@@ -103,6 +103,8 @@ function detail(patch: Partial<Wire<RunDetail>> = {}): Wire<RunDetail> {
           finish_reason: 'stop',
           engine_timings: null,
         },
+        ttft_ms: 300,
+        e2e_ms: 1500,
         repeat: 0,
         warmup: false,
         verdict: { accepted: false, reasons: ['malformed'], fenced: false, extracted: null, detail: [] },

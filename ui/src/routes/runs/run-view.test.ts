@@ -1,13 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import type { Wire } from '$lib/ipc';
-import type { RequestRecord } from '$lib/bindings/RequestRecord';
 import type { RunEvent } from '$lib/bindings/RunEvent';
 import type { StartupEvidence } from '$lib/bindings/StartupEvidence';
 import type { StoredManifest } from '$lib/bindings/StoredManifest';
 import {
   applyRunEvent,
   configBaseUrl,
-  e2eMs,
   formatDuration,
   formatMs,
   formatNumber,
@@ -17,7 +15,6 @@ import {
   progressText,
   qualityRunInput,
   runnableCells,
-  ttftMs,
   type QualityForm,
 } from './run-view';
 
@@ -90,40 +87,6 @@ describe('durations', () => {
     expect(formatMs(null)).toBe('—');
     expect(formatMs(0)).toBe('0.0 ms');
     expect(formatMs(412.34)).toBe('412.3 ms');
-  });
-});
-
-describe('request timings', () => {
-  const record: RequestRecord = {
-    index: 0,
-    item_id: 'item-1',
-    planned_arrival_ms: 10,
-    dispatch_ms: 12.5,
-    client_delay_ms: 2.5,
-    first_token_ms: 240.5,
-    chunk_times_ms: [240.5, 260],
-    finish_ms: 1012.5,
-    status: 'ok',
-    http_status: 200,
-    error: null,
-    output_text: '{"asset":"AX-104"}',
-    prompt_tokens: 500,
-    completion_tokens: 20,
-    cached_prompt_tokens: null,
-    finish_reason: 'stop',
-    engine_timings: null,
-  };
-
-  it('measures TTFT and end-to-end from actual dispatch', () => {
-    expect(ttftMs(record)).toBe(228);
-    expect(e2eMs(record)).toBe(1000);
-  });
-
-  it('has none for a request never sent, or one that never got a token or ended', () => {
-    expect(ttftMs({ ...record, dispatch_ms: null })).toBeNull();
-    expect(e2eMs({ ...record, dispatch_ms: null })).toBeNull();
-    expect(ttftMs({ ...record, first_token_ms: null })).toBeNull();
-    expect(e2eMs({ ...record, status: 'timeout', finish_ms: null })).toBeNull();
   });
 });
 

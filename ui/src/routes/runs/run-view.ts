@@ -4,7 +4,6 @@
 import type { Wire } from '$lib/ipc';
 import type { AppError } from '$lib/bindings/AppError';
 import type { QualityRunInput } from '$lib/bindings/QualityRunInput';
-import type { RequestRecord } from '$lib/bindings/RequestRecord';
 import type { RunEvent } from '$lib/bindings/RunEvent';
 import type { RunPhase } from '$lib/bindings/RunPhase';
 import type { RunProgress } from '$lib/bindings/RunProgress';
@@ -64,18 +63,6 @@ export function formatDuration(ms: number | null | undefined): string {
 export function formatMs(ms: number | null | undefined): string {
   if (ms === null || ms === undefined || !Number.isFinite(ms)) return '—';
   return `${ms.toFixed(1)} ms`;
-}
-
-/** Time to first token from actual dispatch; `null` unless both were observed. */
-export function ttftMs(record: RequestRecord): number | null {
-  if (record.first_token_ms === null || record.dispatch_ms === null) return null;
-  return record.first_token_ms - record.dispatch_ms;
-}
-
-/** End-to-end latency from actual dispatch; `null` for a request that never ended or was never sent. */
-export function e2eMs(record: RequestRecord): number | null {
-  if (record.finish_ms === null || record.dispatch_ms === null) return null;
-  return record.finish_ms - record.dispatch_ms;
 }
 
 /** What the startup log says about the KV cache, as printed by llama.cpp; `null` when it says nothing. */
