@@ -16,7 +16,9 @@ use kvgate_core::canonical::{canonical_json, sha256_hex};
 use kvgate_core::compat::{check_compatibility, CellValidity, ObservedEngine};
 use kvgate_core::fixtures::{balanced_subset, FixtureItem};
 use kvgate_core::manifest::Manifest;
-use kvgate_core::metrics::{normalize, summarize, EngineProfile, MetricPoint, MetricSummary};
+use kvgate_core::metrics::{
+    normalize, summarize, CanonicalMetric, EngineProfile, MetricPoint, MetricSummary,
+};
 use kvgate_core::run::{RequestRecord, RunProgress};
 use kvgate_core::validator::{validate, ValidatorPolicy, Verdict};
 use kvgate_formats::prometheus::{observed_from_cache_config_info, parse_exposition};
@@ -162,6 +164,12 @@ pub struct RunSummary {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
 pub struct RunRequest {
     pub record: RequestRecord,
+    /// Time to first token from actual dispatch (`RequestRecord::ttft_ms`); absent unless both
+    /// were observed.
+    pub ttft_ms: Option<f64>,
+    /// End-to-end latency from actual dispatch (`RequestRecord::e2e_ms`); absent for a request
+    /// that never ended or was never sent.
+    pub e2e_ms: Option<f64>,
     pub repeat: u32,
     pub warmup: bool,
     pub verdict: Option<Verdict>,
@@ -771,8 +779,8 @@ impl App {
                 return Err(err);
             }
         };
-        let (evidence, validity) =
-            self.evidence(p, &scrapes, executed.measured.timing.wall_anchor_unix_ms);
+        let scrapes = read_scrapes(p, &scrapes, executed.measured.timing.wall_anchor_unix_ms);
+        let (evidence, validity) = self.evidence(p, &scrapes);
         let mut stored = Vec::new();
         if let Some(warm) = &executed.warmup {
             for record in &warm.records {
@@ -805,14 +813,7 @@ impl App {
             notes.push(format!("cell invalid: {}", reasons.join("; ")));
         }
         let note = (!notes.is_empty()).then(|| notes.join(" · "));
-        let scrape_rows: Vec<MetricScrapeRow> =
-            scrape_points(p, &scrapes, measured.timing.wall_anchor_unix_ms)
-                .into_iter()
-                .map(|(at_ms, values)| MetricScrapeRow {
-                    at_ms,
-                    values_json: values.to_string(),
-                })
-                .collect();
+        let scrape_rows: Vec<MetricScrapeRow> = scrapes.iter().map(ReadScrape::row).collect();
         let finished = self
             .store
             .finish_run(
@@ -852,12 +853,7 @@ impl App {
 
     /// The compatibility evidence of a run: the startup log, `cache_config_info` from the first
     /// scrape that has it, the metric summary, and the check against the manifest.
-    fn evidence(
-        &self,
-        p: &Prepared,
-        scrapes: &[RawScrape],
-        anchor_unix_ms: i64,
-    ) -> (Vec<RunEvidence>, CellValidity) {
+    fn evidence(&self, p: &Prepared, scrapes: &[ReadScrape]) -> (Vec<RunEvidence>, CellValidity) {
         let mut evidence = Vec::new();
         let mut observed: Option<ObservedEngine> = None;
         if let Some((path, text)) = &p.startup_log {
@@ -871,34 +867,34 @@ impl App {
                 parsed_json: serde_json::to_string(&parsed).ok(),
             });
         }
-        for scrape in scrapes {
-            let Some(text) = &scrape.text else { continue };
-            let Ok(exposition) = parse_exposition(text) else {
-                continue;
-            };
-            if let Some(from_metrics) = observed_from_cache_config_info(&exposition) {
-                observed = Some(match observed {
-                    Some(o) => o.merge(from_metrics),
-                    None => from_metrics,
-                });
-                let lines: Vec<&str> = text
-                    .lines()
-                    .filter(|l| l.contains("cache_config_info"))
-                    .collect();
-                let excerpt = lines.join("\n");
-                evidence.push(RunEvidence {
-                    kind: "cache_config_info".into(),
-                    source_name: format!("/metrics at unix ms {}", scrape.unix_ms),
-                    sha256: sha256_hex(excerpt.as_bytes()),
-                    text: excerpt,
-                    parsed_json: None,
-                });
-                break;
-            }
+        let first_config = scrapes
+            .iter()
+            .find_map(|s| s.cache_config.as_ref().map(|c| (s.unix_ms, c)));
+        if let Some((unix_ms, (from_metrics, excerpt))) = first_config {
+            observed = Some(match observed {
+                Some(o) => o.merge(from_metrics.clone()),
+                None => from_metrics.clone(),
+            });
+            evidence.push(RunEvidence {
+                kind: "cache_config_info".into(),
+                source_name: format!("/metrics at unix ms {unix_ms}"),
+                sha256: sha256_hex(excerpt.as_bytes()),
+                text: excerpt.clone(),
+                parsed_json: None,
+            });
         }
-        let points = scrape_points(p, scrapes, anchor_unix_ms);
-        if !points.is_empty() {
-            let summary = metric_summary(p, scrapes, anchor_unix_ms);
+        let points: Vec<MetricPoint> = scrapes
+            .iter()
+            .filter_map(|s| {
+                let values = s.values.as_ref().ok()?.clone();
+                Some(MetricPoint {
+                    at_ms: s.at_ms,
+                    values,
+                })
+            })
+            .collect();
+        if !scrapes.is_empty() {
+            let summary = summarize(&points);
             let text = serde_json::to_string(&summary).unwrap_or_default();
             evidence.push(RunEvidence {
                 kind: "metrics".into(),
@@ -955,6 +951,8 @@ impl App {
             .await?
             .into_iter()
             .map(|s| RunRequest {
+                ttft_ms: s.record.ttft_ms(),
+                e2e_ms: s.record.e2e_ms(),
                 record: s.record,
                 repeat: s.repeat,
                 warmup: s.warmup,
@@ -1038,44 +1036,66 @@ fn stored_request(
     }
 }
 
-/// Each scrape on the run clock with its engine-neutral values (or its error).
-fn scrape_points(p: &Prepared, scrapes: &[RawScrape], anchor_unix_ms: i64) -> Vec<(f64, Value)> {
+/// One scrape, parsed once: its run-clock time, its engine-neutral values (or why it has
+/// none), and the `cache_config_info` facts it carries with their lines.
+struct ReadScrape {
+    at_ms: f64,
+    unix_ms: i64,
+    values: Result<BTreeMap<CanonicalMetric, f64>, String>,
+    cache_config: Option<(ObservedEngine, String)>,
+}
+
+impl ReadScrape {
+    fn row(&self) -> MetricScrapeRow {
+        let value = match &self.values {
+            Ok(values) => json!({ "values": values }),
+            Err(error) => json!({ "error": error }),
+        };
+        MetricScrapeRow {
+            at_ms: self.at_ms,
+            values_json: value.to_string(),
+        }
+    }
+}
+
+/// Parses every scrape once, on the run clock.
+fn read_scrapes(p: &Prepared, scrapes: &[RawScrape], anchor_unix_ms: i64) -> Vec<ReadScrape> {
     let profile = EngineProfile::for_engine(&p.manifest.engine);
     scrapes
         .iter()
         .map(|s| {
-            let at_ms = (s.unix_ms - anchor_unix_ms) as f64;
-            let value = match (&s.text, &s.error, profile) {
-                (_, Some(error), _) => json!({"error": error}),
-                (Some(text), None, Some(profile)) => match parse_exposition(text) {
-                    Ok(exp) => {
-                        let values = normalize(
-                            profile,
-                            exp.samples
-                                .iter()
-                                .map(|s| (s.name.as_str(), &s.labels, s.value)),
-                        );
-                        json!({"values": values})
-                    }
-                    Err(e) => json!({"error": e.to_string()}),
-                },
-                (Some(_), None, None) => json!({"error": "no metric profile for this engine"}),
-                (None, None, _) => json!({"error": "empty scrape"}),
+            let parsed = match (&s.text, &s.error) {
+                (_, Some(error)) => Err(error.clone()),
+                (None, None) => Err("empty scrape".to_owned()),
+                (Some(text), None) => parse_exposition(text)
+                    .map(|exp| (text, exp))
+                    .map_err(|e| e.to_string()),
             };
-            (at_ms, value)
+            let cache_config = parsed.as_ref().ok().and_then(|(text, exp)| {
+                let observed = observed_from_cache_config_info(exp)?;
+                let lines: Vec<&str> = text
+                    .lines()
+                    .filter(|l| l.contains("cache_config_info"))
+                    .collect();
+                Some((observed, lines.join("\n")))
+            });
+            let values = parsed.and_then(|(_, exp)| match profile {
+                Some(profile) => Ok(normalize(
+                    profile,
+                    exp.samples
+                        .iter()
+                        .map(|s| (s.name.as_str(), &s.labels, s.value)),
+                )),
+                None => Err("no metric profile for this engine".to_owned()),
+            });
+            ReadScrape {
+                at_ms: (s.unix_ms - anchor_unix_ms) as f64,
+                unix_ms: s.unix_ms,
+                values,
+                cache_config,
+            }
         })
         .collect()
-}
-
-fn metric_summary(p: &Prepared, scrapes: &[RawScrape], anchor_unix_ms: i64) -> MetricSummary {
-    let points: Vec<MetricPoint> = scrape_points(p, scrapes, anchor_unix_ms)
-        .into_iter()
-        .filter_map(|(at_ms, v)| {
-            let values = serde_json::from_value(v.get("values")?.clone()).ok()?;
-            Some(MetricPoint { at_ms, values })
-        })
-        .collect();
-    summarize(&points)
 }
 
 fn unix_ms_now() -> i64 {
