@@ -43,6 +43,8 @@ pub enum StoreError {
         expected: &'static str,
         found: String,
     },
+    #[error("cancelled: nothing of it was stored")]
+    Cancelled,
     #[error("database error: {0}")]
     Sqlx(#[from] sqlx::Error),
 }

@@ -7,14 +7,19 @@
 //! queries only, so builds never need a database.
 
 mod error;
+mod imports;
 mod manifests;
 mod runs;
 mod settings;
 mod studies;
 
 pub use error::StoreError;
+pub use imports::{AggregateRow, ImportRecord, ImportedRun, NewImport};
 pub use manifests::ManifestRecord;
-pub use runs::{MetricScrapeRow, NewRun, RunEvidence, RunKind, RunRecord, RunState, StoredRequest};
+pub use runs::{
+    MetricScrapeRow, NewRun, RequestRowSource, RunEvidence, RunKind, RunRecord, RunState,
+    StoredRequest,
+};
 pub use settings::Setting;
 
 use std::path::{Path, PathBuf};
@@ -90,4 +95,15 @@ pub fn now_rfc3339() -> String {
         "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
     );
     now.format(&format).expect("a UTC timestamp always formats")
+}
+
+/// Unix milliseconds as RFC 3339 UTC with millisecond precision; `None` outside the years
+/// 0000–9999.
+pub fn rfc3339_from_unix_ms(unix_ms: i64) -> Option<String> {
+    let nanos = i128::from(unix_ms) * 1_000_000;
+    let at = time::OffsetDateTime::from_unix_timestamp_nanos(nanos).ok()?;
+    let format = time::macros::format_description!(
+        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+    );
+    at.format(&format).ok()
 }

@@ -132,6 +132,11 @@ pub struct RunRecord {
     /// Measured (non-warmup) requests that ended with any other status.
     pub failed: i64,
     pub note: Option<String>,
+    /// The import that created the run; `None` for runs KV Gate executed.
+    pub import_id: Option<i64>,
+    /// `per_request`, `aggregate` (the source published only aggregates) or `evidence` (a
+    /// startup log or metric scrapes, no requests).
+    pub granularity: String,
 }
 
 /// One request of a run as stored: the client's record, which repeat of the plan it belongs to,
@@ -171,7 +176,7 @@ macro_rules! columns {
     () => {
         "id, study_id, manifest_id, cell, kind, state, label, provenance, config_json, \
          config_sha256, wall_anchor_unix_ms, started_at, finished_at, elapsed_ms, planned, ok, \
-         failed, note"
+         failed, note, import_id, granularity"
     };
 }
 
@@ -329,6 +334,8 @@ fn run_from_row(row: &SqliteRow) -> Result<RunRecord, StoreError> {
         ok: row.try_get("ok")?,
         failed: row.try_get("failed")?,
         note: row.try_get("note")?,
+        import_id: row.try_get("import_id")?,
+        granularity: row.try_get("granularity")?,
     })
 }
 
@@ -425,6 +432,45 @@ fn request_from_row(row: &SqliteRow) -> Result<StoredRequest, StoreError> {
     })
 }
 
+/// A request as the store writes it: its record, and (for runs KV Gate executed) its repeat,
+/// warm-up flag and verdict. An imported record is repeat 0, measured, without a verdict.
+pub trait RequestRowSource {
+    fn record(&self) -> &RequestRecord;
+    fn repeat(&self) -> u32;
+    fn warmup(&self) -> bool;
+    fn verdict(&self) -> Option<&Verdict>;
+}
+
+impl RequestRowSource for StoredRequest {
+    fn record(&self) -> &RequestRecord {
+        &self.record
+    }
+    fn repeat(&self) -> u32 {
+        self.repeat
+    }
+    fn warmup(&self) -> bool {
+        self.warmup
+    }
+    fn verdict(&self) -> Option<&Verdict> {
+        self.verdict.as_ref()
+    }
+}
+
+impl RequestRowSource for RequestRecord {
+    fn record(&self) -> &RequestRecord {
+        self
+    }
+    fn repeat(&self) -> u32 {
+        0
+    }
+    fn warmup(&self) -> bool {
+        false
+    }
+    fn verdict(&self) -> Option<&Verdict> {
+        None
+    }
+}
+
 /// One request converted to the values bound into `INSERT_REQUEST`, checked for what SQLite
 /// cannot keep exactly (a NaN becomes NULL, an infinity has no JSON form, a count above
 /// `i64::MAX` does not fit).
@@ -440,10 +486,10 @@ struct RequestRow {
 }
 
 impl RequestRow {
-    fn new(run_id: i64, request: &StoredRequest) -> Result<RequestRow, StoreError> {
-        let r = &request.record;
+    fn new(run_id: i64, request: &impl RequestRowSource) -> Result<RequestRow, StoreError> {
+        let r = request.record();
         let which = || {
-            let warmup = if request.warmup { "warmup " } else { "" };
+            let warmup = if request.warmup() { "warmup " } else { "" };
             format!("{warmup}request {}", r.index)
         };
         let times = [
@@ -485,7 +531,7 @@ impl RequestRow {
         let json = |name: &str, result: serde_json::Result<String>| {
             result.map_err(|e| invalid(run_id, format!("{}: {name}: {e}", which())))
         };
-        let verdict = request.verdict.as_ref();
+        let verdict = request.verdict();
         Ok(RequestRow {
             prompt_tokens: count("prompt_tokens", r.prompt_tokens)?,
             completion_tokens: count("completion_tokens", r.completion_tokens)?,
@@ -510,14 +556,18 @@ impl RequestRow {
 type Insert = Query<'static, Sqlite, SqliteArguments>;
 
 /// Binds one request's 23 values, in the order of `request_values!()`.
-fn bind_request(query: Insert, run_id: i64, request: &StoredRequest) -> Result<Insert, StoreError> {
+fn bind_request(
+    query: Insert,
+    run_id: i64,
+    request: &impl RequestRowSource,
+) -> Result<Insert, StoreError> {
     let row = RequestRow::new(run_id, request)?;
-    let r = &request.record;
+    let r = request.record();
     Ok(query
         .bind(run_id)
-        .bind(request.warmup)
+        .bind(request.warmup())
         .bind(r.index)
-        .bind(request.repeat)
+        .bind(request.repeat())
         .bind(r.item_id.clone())
         .bind(r.status.as_str())
         .bind(r.planned_arrival_ms)
@@ -542,7 +592,7 @@ fn bind_request(query: Insert, run_id: i64, request: &StoredRequest) -> Result<I
 async fn insert_request(
     tx: &mut Transaction<'static, Sqlite>,
     run_id: i64,
-    request: &StoredRequest,
+    request: &impl RequestRowSource,
 ) -> Result<(), StoreError> {
     bind_request(sqlx::query(INSERT_REQUEST), run_id, request)?
         .execute(&mut **tx)
@@ -550,13 +600,13 @@ async fn insert_request(
         .map_err(|err| {
             if StoreError::is_unique_violation(&err) {
                 StoreError::Conflict {
-                    entity: if request.warmup {
+                    entity: if request.warmup() {
                         "warmup request"
                     } else {
                         "request"
                     },
                     field: "index",
-                    value: request.record.index.to_string(),
+                    value: request.record().index.to_string(),
                 }
             } else {
                 frozen_or(err, run_id)
@@ -596,7 +646,7 @@ async fn run_in(
 }
 
 /// Why a run cannot end this way, if it cannot.
-fn final_state_refusal(state: RunState, elapsed_ms: Option<f64>) -> Option<String> {
+pub(crate) fn final_state_refusal(state: RunState, elapsed_ms: Option<f64>) -> Option<String> {
     if !state.is_finished() {
         return Some("a run can only be finished with a final state, not running".into());
     }
@@ -610,6 +660,16 @@ fn final_state_refusal(state: RunState, elapsed_ms: Option<f64>) -> Option<Strin
 async fn insert_run(
     tx: &mut Transaction<'static, Sqlite>,
     run: &NewRun,
+) -> Result<i64, StoreError> {
+    insert_run_with(tx, run, None, "per_request").await
+}
+
+/// [`insert_run`] for a run an import creates: its import and granularity are fixed at creation.
+pub(crate) async fn insert_run_with(
+    tx: &mut Transaction<'static, Sqlite>,
+    run: &NewRun,
+    import_id: Option<i64>,
+    granularity: &str,
 ) -> Result<i64, StoreError> {
     let manifest: Option<(i64, Option<String>)> =
         sqlx::query_as("SELECT study_id, frozen_at FROM manifests WHERE id = ?")
@@ -641,8 +701,8 @@ async fn insert_run(
     }
     let sql = concat!(
         "INSERT INTO runs (study_id, manifest_id, kind, state, label, provenance, config_json, ",
-        "config_sha256, wall_anchor_unix_ms, started_at, owner_pid) ",
-        "VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?) RETURNING id"
+        "config_sha256, wall_anchor_unix_ms, started_at, owner_pid, import_id, granularity) ",
+        "VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"
     );
     let id = sqlx::query_scalar(sql)
         .bind(run.study_id)
@@ -655,6 +715,8 @@ async fn insert_run(
         .bind(run.wall_anchor_unix_ms)
         .bind(&run.started_at)
         .bind(run.owner_pid)
+        .bind(import_id)
+        .bind(granularity)
         .fetch_one(&mut **tx)
         .await?;
     Ok(id)
@@ -693,9 +755,23 @@ async fn write_finish(
     scrapes: &[MetricScrapeRow],
 ) -> Result<RunRecord, StoreError> {
     require_running(tx, run_id).await?;
+    write_requests(tx, run_id, requests, &|_| true).await?;
+    write_evidence(tx, run_id, evidence).await?;
+    write_scrapes(tx, run_id, scrapes).await?;
+    write_final_state(tx, run_id, state, finished_at, elapsed_ms, planned, note).await
+}
 
+/// Writes requests in batches; after each batch `keep_going(rows written so far)` decides
+/// whether to go on (`false` → [`StoreError::Cancelled`]; the caller rolls back).
+pub(crate) async fn write_requests<R: RequestRowSource>(
+    tx: &mut Transaction<'static, Sqlite>,
+    run_id: i64,
+    requests: &[R],
+    keep_going: &(dyn Fn(u64) -> bool + Send + Sync),
+) -> Result<(), StoreError> {
     // Full batches through one statement, the rest one by one through another: the same static
     // SQL on the same connection, so sqlx prepares each once and reuses it.
+    let mut written = 0u64;
     let mut batches = requests.chunks_exact(REQUEST_BATCH);
     for batch in &mut batches {
         let mut query = sqlx::query(INSERT_REQUEST_BATCH);
@@ -712,11 +788,25 @@ async fn write_finish(
             }
             Err(err) => return Err(frozen_or(err, run_id)),
         }
+        written += batch.len() as u64;
+        if written % (REQUEST_BATCH as u64 * 64) == 0 && !keep_going(written) {
+            return Err(StoreError::Cancelled);
+        }
     }
     for request in batches.remainder() {
         insert_request(tx, run_id, request).await?;
     }
+    if !keep_going(requests.len() as u64) {
+        return Err(StoreError::Cancelled);
+    }
+    Ok(())
+}
 
+pub(crate) async fn write_evidence(
+    tx: &mut Transaction<'static, Sqlite>,
+    run_id: i64,
+    evidence: &[RunEvidence],
+) -> Result<(), StoreError> {
     let insert_evidence = concat!(
         "INSERT INTO run_evidence (run_id, seq, kind, source_name, sha256, text, parsed_json) ",
         "VALUES (?, ?, ?, ?, ?, ?, ?)"
@@ -735,6 +825,14 @@ async fn write_finish(
             .map_err(|e| frozen_or(e, run_id))?;
     }
 
+    Ok(())
+}
+
+pub(crate) async fn write_scrapes(
+    tx: &mut Transaction<'static, Sqlite>,
+    run_id: i64,
+    scrapes: &[MetricScrapeRow],
+) -> Result<(), StoreError> {
     let insert_scrape =
         "INSERT INTO run_metric_scrapes (run_id, seq, at_ms, values_json) VALUES (?, ?, ?, ?)";
     for (seq, scrape) in (0_i64..).zip(scrapes) {
@@ -757,6 +855,20 @@ async fn write_finish(
             .map_err(|e| frozen_or(e, run_id))?;
     }
 
+    Ok(())
+}
+
+/// Sets the final state, counts, `elapsed_ms`, `planned`, `finished_at` and note: from here on
+/// the triggers refuse any change to the run.
+pub(crate) async fn write_final_state(
+    tx: &mut Transaction<'static, Sqlite>,
+    run_id: i64,
+    state: RunState,
+    finished_at: &str,
+    elapsed_ms: Option<f64>,
+    planned: Option<i64>,
+    note: Option<&str>,
+) -> Result<RunRecord, StoreError> {
     // The final state last: from here on the triggers refuse any change to the run.
     let finish = concat!(
         "UPDATE runs SET state = ?, finished_at = ?, elapsed_ms = ?, planned = ?, note = ?, ",

@@ -1,5 +1,6 @@
 //! Store tests against real SQLite files in temporary directories.
 
+mod imports;
 mod manifests;
 mod runs;
 mod studies;

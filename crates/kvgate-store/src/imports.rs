@@ -1,0 +1,340 @@
+//! Imported files and the runs they created, written in one transaction: an import that fails
+//! anywhere (a bad row, a duplicate file, a cancellation) leaves nothing behind.
+
+use kvgate_core::run::RequestRecord;
+use sqlx::sqlite::SqliteRow;
+use sqlx::{Row, Sqlite, Transaction};
+
+use crate::runs::{
+    final_state_refusal, insert_run_with, write_evidence, write_final_state,
+    write_requests, write_scrapes,
+};
+use crate::{
+    now_rfc3339, RequestRowSource, MetricScrapeRow, NewRun, RunEvidence, RunRecord, RunState, Store, StoreError,
+};
+
+/// The file being imported and how it was read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewImport {
+    pub study_id: i64,
+    /// A frozen manifest of that study: the cell the file measured.
+    pub manifest_id: i64,
+    /// `vllm-bench`, `guidellm`, … (the `--format` name).
+    pub format: String,
+    pub parser_version: String,
+    pub tool: Option<String>,
+    /// The file name as given, without directories.
+    pub source_name: String,
+    pub source_sha256: String,
+    pub source_bytes: i64,
+    /// Reading options (a CSV column mapping), as JSON.
+    pub options_json: Option<String>,
+    /// Every correction the parser made, a JSON array.
+    pub warnings_json: String,
+}
+
+/// One tool-reported number about a run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AggregateRow {
+    pub name: String,
+    pub stat: String,
+    pub value: f64,
+    pub unit: String,
+}
+
+/// A run read from the file, ready to store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImportedRun<R = RequestRecord> {
+    /// `provenance` should be `imported`; `owner_pid` `None`.
+    pub run: NewRun,
+    /// `per_request`, `aggregate` or `evidence`.
+    pub granularity: String,
+    pub state: RunState,
+    pub finished_at: String,
+    pub elapsed_ms: Option<f64>,
+    pub planned: Option<i64>,
+    pub note: Option<String>,
+    pub requests: Vec<R>,
+    pub evidence: Vec<RunEvidence>,
+    pub scrapes: Vec<MetricScrapeRow>,
+    pub aggregates: Vec<AggregateRow>,
+}
+
+/// A stored import.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImportRecord {
+    pub id: i64,
+    pub study_id: i64,
+    pub manifest_id: i64,
+    pub cell: String,
+    pub format: String,
+    pub parser_version: String,
+    pub tool: Option<String>,
+    pub source_name: String,
+    pub source_sha256: String,
+    pub source_bytes: i64,
+    pub imported_at: String,
+    pub options_json: Option<String>,
+    pub runs: i64,
+    pub requests: i64,
+    pub aggregates: i64,
+    pub scrapes: i64,
+    pub evidence: i64,
+    pub warnings_json: String,
+}
+
+/// `SELECT … FROM imports i JOIN manifests m …` with every column `import_from_row` reads.
+macro_rules! select_imports {
+    ($where:literal) => {
+        concat!(
+            "SELECT i.id, i.study_id, i.manifest_id, m.cell, i.format, i.parser_version, i.tool, ",
+            "i.source_name, i.source_sha256, i.source_bytes, i.imported_at, i.options_json, ",
+            "i.runs, i.requests, i.aggregates, i.scrapes, i.evidence, i.warnings_json ",
+            "FROM imports i JOIN manifests m ON m.id = i.manifest_id ",
+            $where
+        )
+    };
+}
+
+fn import_from_row(row: &SqliteRow) -> Result<ImportRecord, StoreError> {
+    Ok(ImportRecord {
+        id: row.try_get("id")?,
+        study_id: row.try_get("study_id")?,
+        manifest_id: row.try_get("manifest_id")?,
+        cell: row.try_get("cell")?,
+        format: row.try_get("format")?,
+        parser_version: row.try_get("parser_version")?,
+        tool: row.try_get("tool")?,
+        source_name: row.try_get("source_name")?,
+        source_sha256: row.try_get("source_sha256")?,
+        source_bytes: row.try_get("source_bytes")?,
+        imported_at: row.try_get("imported_at")?,
+        options_json: row.try_get("options_json")?,
+        runs: row.try_get("runs")?,
+        requests: row.try_get("requests")?,
+        aggregates: row.try_get("aggregates")?,
+        scrapes: row.try_get("scrapes")?,
+        evidence: row.try_get("evidence")?,
+        warnings_json: row.try_get("warnings_json")?,
+    })
+}
+
+async fn write_aggregates(
+    tx: &mut Transaction<'static, Sqlite>,
+    run_id: i64,
+    aggregates: &[AggregateRow],
+) -> Result<(), StoreError> {
+    let sql = "INSERT INTO run_aggregates (run_id, seq, name, stat, value, unit) \
+               VALUES (?, ?, ?, ?, ?, ?)";
+    for (seq, a) in (0_i64..).zip(aggregates) {
+        if !a.value.is_finite() {
+            return Err(StoreError::Invalid {
+                entity: "run",
+                key: format!("run {run_id}"),
+                reason: format!(
+                    "aggregate {} {}: must be a finite number, found {}",
+                    a.name, a.stat, a.value
+                ),
+            });
+        }
+        sqlx::query(sql)
+            .bind(run_id)
+            .bind(seq)
+            .bind(&a.name)
+            .bind(&a.stat)
+            .bind(a.value)
+            .bind(&a.unit)
+            .execute(&mut **tx)
+            .await?;
+    }
+    Ok(())
+}
+
+async fn write_import<R: RequestRowSource + Sync>(
+    tx: &mut Transaction<'static, Sqlite>,
+    import: &NewImport,
+    runs: &[ImportedRun<R>],
+    keep_going: &(dyn Fn(u64) -> bool + Send + Sync),
+) -> Result<(ImportRecord, Vec<RunRecord>), StoreError> {
+    let existing: Option<(i64, String, String)> = sqlx::query_as(
+        "SELECT i.id, m.cell, i.imported_at FROM imports i JOIN manifests m ON m.id = i.manifest_id \
+         WHERE i.study_id = ? AND i.source_sha256 = ?",
+    )
+    .bind(import.study_id)
+    .bind(&import.source_sha256)
+    .fetch_optional(&mut **tx)
+    .await?;
+    if let Some((id, cell, at)) = existing {
+        return Err(StoreError::Conflict {
+            entity: "import",
+            field: "source sha256",
+            value: format!(
+                "{} (already imported as import {id} into cell {cell} at {at})",
+                import.source_sha256
+            ),
+        });
+    }
+    let count = |f: fn(&ImportedRun<R>) -> usize| runs.iter().map(f).sum::<usize>() as i64;
+    let sql = "INSERT INTO imports (study_id, manifest_id, format, parser_version, tool, \
+               source_name, source_sha256, source_bytes, imported_at, options_json, runs, \
+               requests, aggregates, scrapes, evidence, warnings_json) \
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id";
+    let import_id: i64 = sqlx::query_scalar(sql)
+        .bind(import.study_id)
+        .bind(import.manifest_id)
+        .bind(&import.format)
+        .bind(&import.parser_version)
+        .bind(&import.tool)
+        .bind(&import.source_name)
+        .bind(&import.source_sha256)
+        .bind(import.source_bytes)
+        .bind(now_rfc3339())
+        .bind(&import.options_json)
+        .bind(runs.len() as i64)
+        .bind(count(|r| r.requests.len()))
+        .bind(count(|r| r.aggregates.len()))
+        .bind(count(|r| r.scrapes.len()))
+        .bind(count(|r| r.evidence.len()))
+        .bind(&import.warnings_json)
+        .fetch_one(&mut **tx)
+        .await
+        .map_err(|e| match &e {
+            sqlx::Error::Database(db) if db.message().contains("frozen manifest") => {
+                StoreError::NotFrozen {
+                    entity: "manifest",
+                    key: format!("id {}", import.manifest_id),
+                }
+            }
+            _ => e.into(),
+        })?;
+    let mut stored = Vec::with_capacity(runs.len());
+    let mut rows_before = 0u64;
+    for r in runs {
+        if let Some(reason) = final_state_refusal(r.state, r.elapsed_ms) {
+            return Err(StoreError::Invalid {
+                entity: "run",
+                key: r.run.label.clone(),
+                reason,
+            });
+        }
+        let run_id = insert_run_with(tx, &r.run, Some(import_id), &r.granularity).await?;
+        let base = rows_before;
+        write_requests(tx, run_id, &r.requests, &|n| keep_going(base + n)).await?;
+        rows_before += r.requests.len() as u64;
+        write_evidence(tx, run_id, &r.evidence).await?;
+        write_scrapes(tx, run_id, &r.scrapes).await?;
+        write_aggregates(tx, run_id, &r.aggregates).await?;
+        let record = write_final_state(
+            tx,
+            run_id,
+            r.state,
+            &r.finished_at,
+            r.elapsed_ms,
+            r.planned,
+            r.note.as_deref(),
+        )
+        .await?;
+        stored.push(record);
+    }
+    let row = sqlx::query(select_imports!("WHERE i.id = ?"))
+        .bind(import_id)
+        .fetch_one(&mut **tx)
+        .await?;
+    Ok((import_from_row(&row)?, stored))
+}
+
+impl Store {
+    /// Stores an import and every run it read, in one transaction. `keep_going(rows stored)` is
+    /// asked as request rows are written; `false` cancels and nothing is stored. The same file
+    /// (by sha256) imported twice into a study is a `Conflict` naming the first import.
+    pub async fn insert_import<R: RequestRowSource + Sync>(
+        &self,
+        import: &NewImport,
+        runs: &[ImportedRun<R>],
+        keep_going: &(dyn Fn(u64) -> bool + Send + Sync),
+    ) -> Result<(ImportRecord, Vec<RunRecord>), StoreError> {
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+        let written = write_import(&mut tx, import, runs, keep_going).await;
+        match written {
+            Ok(done) => {
+                tx.commit().await?;
+                Ok(done)
+            }
+            Err(err) => {
+                let _ = tx.rollback().await;
+                Err(err)
+            }
+        }
+    }
+
+    /// The import of this file into the study, if there is one.
+    pub async fn find_import(
+        &self,
+        study_id: i64,
+        source_sha256: &str,
+    ) -> Result<Option<ImportRecord>, StoreError> {
+        let row = sqlx::query(select_imports!("WHERE i.study_id = ? AND i.source_sha256 = ?"))
+            .bind(study_id)
+            .bind(source_sha256)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.as_ref().map(import_from_row).transpose()
+    }
+
+    /// Every import of a study, oldest first.
+    pub async fn list_imports(&self, study_id: i64) -> Result<Vec<ImportRecord>, StoreError> {
+        let rows = sqlx::query(select_imports!("WHERE i.study_id = ? ORDER BY i.id"))
+            .bind(study_id)
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(import_from_row).collect()
+    }
+
+    /// The import with this id; `NotFound` when absent.
+    pub async fn get_import(&self, import_id: i64) -> Result<ImportRecord, StoreError> {
+        let row = sqlx::query(select_imports!("WHERE i.id = ?"))
+            .bind(import_id)
+            .fetch_optional(&self.pool)
+            .await?;
+        match row {
+            Some(row) => import_from_row(&row),
+            None => Err(StoreError::NotFound {
+                entity: "import",
+                key: format!("import {import_id}"),
+            }),
+        }
+    }
+
+    /// The tool-reported aggregates of a run, in the order given.
+    pub async fn run_aggregates(&self, run_id: i64) -> Result<Vec<AggregateRow>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT name, stat, value, unit FROM run_aggregates WHERE run_id = ? ORDER BY seq",
+        )
+        .bind(run_id)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(AggregateRow {
+                    name: row.try_get("name")?,
+                    stat: row.try_get("stat")?,
+                    value: row.try_get("value")?,
+                    unit: row.try_get("unit")?,
+                })
+            })
+            .collect()
+    }
+
+    /// Counts of rows in the tables an import writes, for checks that a failed import left
+    /// nothing behind.
+    pub async fn import_row_counts(&self) -> Result<[i64; 6], StoreError> {
+        let (a, b, c, d, e, f): (i64, i64, i64, i64, i64, i64) = sqlx::query_as(
+            "SELECT (SELECT count(*) FROM imports), (SELECT count(*) FROM runs), \
+             (SELECT count(*) FROM run_requests), (SELECT count(*) FROM run_evidence), \
+             (SELECT count(*) FROM run_metric_scrapes), (SELECT count(*) FROM run_aggregates)",
+        )
+        .fetch_one(&self.pool)
+        .await?;
+        Ok([a, b, c, d, e, f])
+    }
+}
