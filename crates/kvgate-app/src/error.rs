@@ -13,6 +13,8 @@ pub enum ErrorCode {
     NotFound,
     Conflict,
     Storage,
+    /// The user cancelled the action; nothing of it was stored.
+    Cancelled,
     Internal,
 }
 
@@ -49,6 +51,7 @@ impl From<StoreError> for AppError {
             | StoreError::NotFrozen { .. } => ErrorCode::Conflict,
             StoreError::Invalid { .. } => ErrorCode::InvalidInput,
             StoreError::NotFound { .. } => ErrorCode::NotFound,
+            StoreError::Cancelled => ErrorCode::Cancelled,
             _ => ErrorCode::Storage,
         };
         AppError::new(code, err.to_string())

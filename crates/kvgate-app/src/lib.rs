@@ -9,6 +9,7 @@
 pub mod contract;
 mod error;
 pub mod fixtures;
+pub mod imports;
 pub mod llm;
 mod location;
 pub mod manifests;
@@ -42,6 +43,7 @@ pub struct App {
     db_is_default: bool,
     servers: llm::LocalServers,
     runs: runs::ActiveRuns,
+    imports: imports::ActiveImports,
 }
 
 impl App {
@@ -67,6 +69,7 @@ impl App {
             db_is_default,
             servers: Default::default(),
             runs: Default::default(),
+            imports: Default::default(),
         };
         app.mark_interrupted_runs().await?;
         if db_is_default {

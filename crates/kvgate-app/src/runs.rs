@@ -158,6 +158,12 @@ pub struct RunSummary {
     pub config_sha256: String,
     #[ts(type = "Record<string, unknown>")]
     pub config: Value,
+    /// The import that created the run; absent for runs KV Gate executed.
+    #[ts(type = "number | null")]
+    pub import_id: Option<i64>,
+    /// `per_request`, `aggregate` (the source published only aggregates: no request rows
+    /// exist) or `evidence` (a startup log or metric scrapes, no requests).
+    pub granularity: String,
 }
 
 /// One stored request with its verdict.
@@ -200,6 +206,8 @@ pub struct RunDetail {
     pub startup: Option<StartupEvidence>,
     pub evidence: Vec<EvidenceInfo>,
     pub metrics: Option<MetricSummary>,
+    /// Figures the source tool reported about the whole run, verbatim with their unit (imports).
+    pub aggregates: Vec<crate::imports::ImportFigure>,
 }
 
 /// The phase a progress report belongs to.
@@ -245,6 +253,8 @@ fn summary_of(r: RunRecord) -> RunSummary {
         note: r.note,
         config_sha256: r.config_sha256,
         config,
+        import_id: r.import_id,
+        granularity: r.granularity,
     }
 }
 
@@ -1002,6 +1012,18 @@ impl App {
             startup,
             evidence,
             metrics,
+            aggregates: self
+                .store
+                .run_aggregates(run_id)
+                .await?
+                .into_iter()
+                .map(|a| crate::imports::ImportFigure {
+                    name: a.name,
+                    stat: a.stat,
+                    value: a.value,
+                    unit: a.unit,
+                })
+                .collect(),
         })
     }
 }

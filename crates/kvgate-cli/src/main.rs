@@ -3,6 +3,7 @@
 
 mod evidence;
 mod fixtures;
+mod imports;
 mod kv_capacity;
 mod llm;
 mod manifests;
@@ -59,6 +60,9 @@ enum Command {
     /// Local llama.cpp servers (the CPU analogue of B0 and the candidate)
     #[command(subcommand)]
     Llm(llm::LlmCommand),
+    /// Import files other tools wrote (vLLM bench, GuideLLM, AIPerf, inference-perf,
+    /// Prometheus, startup logs, KV Gate JSONL, CSV/Parquet) into one cell, atomically
+    Import(imports::ImportArgs),
 }
 
 /// How a command ended when it did not fail outright.
@@ -115,6 +119,7 @@ async fn run(cli: Cli) -> Result<Outcome, AppError> {
         Command::Evidence(cmd) => evidence::run(cmd),
         Command::Run(cmd) => runs::run(&app, cmd).await,
         Command::Llm(cmd) => llm::run(&app, cmd).await,
+        Command::Import(args) => imports::run(&app, args).await,
     };
     app.close().await;
     result

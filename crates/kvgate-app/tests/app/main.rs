@@ -2,6 +2,7 @@
 
 mod answer_server;
 mod contract;
+mod imports;
 mod manifests;
 mod runs;
 mod studies;

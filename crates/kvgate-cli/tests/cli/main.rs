@@ -2,6 +2,7 @@
 
 mod evidence;
 mod fixtures;
+mod imports;
 mod manifests;
 mod runs;
 mod weights;
