@@ -6,11 +6,12 @@ use sqlx::sqlite::SqliteRow;
 use sqlx::{Row, Sqlite, Transaction};
 
 use crate::runs::{
-    final_state_refusal, insert_run_with, write_evidence, write_final_state,
-    write_requests, write_scrapes,
+    final_state_refusal, insert_run_with, write_evidence, write_final_state, write_requests,
+    write_scrapes,
 };
 use crate::{
-    now_rfc3339, RequestRowSource, MetricScrapeRow, NewRun, RunEvidence, RunRecord, RunState, Store, StoreError,
+    now_rfc3339, MetricScrapeRow, NewRun, RequestRowSource, RunEvidence, RunRecord, RunState,
+    Store, StoreError,
 };
 
 /// The file being imported and how it was read.
@@ -273,11 +274,13 @@ impl Store {
         study_id: i64,
         source_sha256: &str,
     ) -> Result<Option<ImportRecord>, StoreError> {
-        let row = sqlx::query(select_imports!("WHERE i.study_id = ? AND i.source_sha256 = ?"))
-            .bind(study_id)
-            .bind(source_sha256)
-            .fetch_optional(&self.pool)
-            .await?;
+        let row = sqlx::query(select_imports!(
+            "WHERE i.study_id = ? AND i.source_sha256 = ?"
+        ))
+        .bind(study_id)
+        .bind(source_sha256)
+        .fetch_optional(&self.pool)
+        .await?;
         row.as_ref().map(import_from_row).transpose()
     }
 

@@ -789,7 +789,7 @@ pub(crate) async fn write_requests<R: RequestRowSource>(
             Err(err) => return Err(frozen_or(err, run_id)),
         }
         written += batch.len() as u64;
-        if written % (REQUEST_BATCH as u64 * 64) == 0 && !keep_going(written) {
+        if written.is_multiple_of(REQUEST_BATCH as u64 * 64) && !keep_going(written) {
             return Err(StoreError::Cancelled);
         }
     }

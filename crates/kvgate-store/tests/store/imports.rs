@@ -84,7 +84,11 @@ fn imported(study_id: i64, manifest_id: i64, granularity: &str, n: u32) -> Impor
         note: None,
         requests: (0..n)
             .map(|i| {
-                let status = if i % 10 == 9 { RequestStatus::Error } else { RequestStatus::Ok };
+                let status = if i % 10 == 9 {
+                    RequestStatus::Error
+                } else {
+                    RequestStatus::Ok
+                };
                 record(i, status)
             })
             .collect(),
@@ -112,13 +116,19 @@ fn imported(study_id: i64, manifest_id: i64, granularity: &str, n: u32) -> Impor
 async fn an_import_stores_its_runs_rows_and_counts_at_once() {
     let (_dir, store) = fresh().await;
     let (sid, mid) = study(&store).await;
-    let runs = vec![imported(sid, mid, "per_request", 70), imported(sid, mid, "aggregate", 0)];
+    let runs = vec![
+        imported(sid, mid, "per_request", 70),
+        imported(sid, mid, "aggregate", 0),
+    ];
     let (import, stored) = store
         .insert_import(&new_import(sid, mid), &runs, &|_| true)
         .await
         .unwrap();
     assert_eq!(import.cell, "C1");
-    assert_eq!((import.runs, import.requests, import.aggregates), (2, 70, 2));
+    assert_eq!(
+        (import.runs, import.requests, import.aggregates),
+        (2, 70, 2)
+    );
     assert_eq!((import.scrapes, import.evidence), (2, 2));
     assert_eq!(stored.len(), 2);
     assert_eq!(stored[0].import_id, Some(import.id));
@@ -130,7 +140,10 @@ async fn an_import_stores_its_runs_rows_and_counts_at_once() {
     let aggregates = store.run_aggregates(stored[1].id).await.unwrap();
     assert_eq!(aggregates[0].value, 123.5);
     assert_eq!(store.list_imports(sid).await.unwrap(), vec![import.clone()]);
-    assert_eq!(store.find_import(sid, FILE_SHA).await.unwrap(), Some(import));
+    assert_eq!(
+        store.find_import(sid, FILE_SHA).await.unwrap(),
+        Some(import)
+    );
 }
 
 #[tokio::test]
@@ -147,8 +160,21 @@ async fn the_same_file_twice_is_a_conflict_and_stores_nothing() {
         .insert_import(&new_import(sid, mid), &runs, &|_| true)
         .await
         .unwrap_err();
-    assert!(matches!(err, StoreError::Conflict { entity: "import", .. }), "{err}");
-    assert!(err.to_string().contains("already imported as import 1 into cell C1"), "{err}");
+    assert!(
+        matches!(
+            err,
+            StoreError::Conflict {
+                entity: "import",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(
+        err.to_string()
+            .contains("already imported as import 1 into cell C1"),
+        "{err}"
+    );
     assert_eq!(store.import_row_counts().await.unwrap(), before);
 }
 
@@ -165,7 +191,16 @@ async fn a_bad_row_or_a_cancellation_leaves_nothing() {
         .insert_import(&new_import(sid, mid), &runs, &|_| true)
         .await
         .unwrap_err();
-    assert!(matches!(err, StoreError::Conflict { entity: "request", .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            StoreError::Conflict {
+                entity: "request",
+                ..
+            }
+        ),
+        "{err}"
+    );
     assert_eq!(store.import_row_counts().await.unwrap(), before);
     // A non-finite aggregate.
     let mut nan = imported(sid, mid, "aggregate", 0);
@@ -228,7 +263,11 @@ async fn an_import_needs_a_frozen_manifest_of_its_study() {
     let (sid, _) = study(&store).await;
     let draft = store.save_manifest_draft(sid, "C2", "{}").await.unwrap();
     let err = store
-        .insert_import(&new_import(sid, draft.id), &[imported(sid, draft.id, "evidence", 0)], &|_| true)
+        .insert_import(
+            &new_import(sid, draft.id),
+            &[imported(sid, draft.id, "evidence", 0)],
+            &|_| true,
+        )
         .await
         .unwrap_err();
     assert!(matches!(err, StoreError::NotFrozen { .. }), "{err}");
