@@ -30,6 +30,11 @@ fn main() {
         "start_local_server",
         "stop_local_server",
         "local_servers",
+        "sniff_import_format",
+        "preview_import",
+        "commit_import",
+        "cancel_import",
+        "list_imports",
     ]);
     tauri_build::try_build(tauri_build::Attributes::new().app_manifest(manifest))
         .expect("tauri build script failed");

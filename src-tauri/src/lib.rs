@@ -45,6 +45,11 @@ pub fn build_app<R: Runtime>(builder: Builder<R>, app: App) -> Builder<R> {
             commands::runs::start_local_server,
             commands::runs::stop_local_server,
             commands::runs::local_servers,
+            commands::imports::sniff_import_format,
+            commands::imports::preview_import,
+            commands::imports::commit_import,
+            commands::imports::cancel_import,
+            commands::imports::list_imports,
         ])
 }
 

@@ -19,6 +19,9 @@ vi.mock('$lib/ipc', async (importOriginal) => ({
   listRuns: vi.fn(),
   localServers: vi.fn(),
   onRunProgress: vi.fn(),
+  listImports: vi.fn(),
+  onImportProgress: vi.fn(),
+  onFileDrag: vi.fn(),
 }));
 
 import * as ipc from '$lib/ipc';
@@ -54,6 +57,9 @@ beforeEach(() => {
   ipcMock.listRuns.mockResolvedValue([]);
   ipcMock.localServers.mockResolvedValue([]);
   ipcMock.onRunProgress.mockResolvedValue(() => {});
+  ipcMock.listImports.mockResolvedValue([]);
+  ipcMock.onImportProgress.mockResolvedValue(() => {});
+  ipcMock.onFileDrag.mockResolvedValue(() => {});
 });
 
 afterEach(() => {

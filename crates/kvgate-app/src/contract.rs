@@ -17,6 +17,7 @@ use schemars::JsonSchema;
 use ts_rs::{Config, TS};
 
 use crate::fixtures::{GenerateFixtures, LoadedCorpus};
+use crate::imports::{ImportEvent, ImportInput, ImportPreview, ImportSummary};
 use crate::llm::LocalServer;
 use crate::manifests::{
     ManifestCapacity, ManifestCheck, ManifestDiff, ManifestVocabulary, StoredManifest,
@@ -64,6 +65,10 @@ pub fn write_bindings(dir: &Path) -> Result<(), String> {
     one::<RunDetail>(&cfg)?;
     one::<RunEvent>(&cfg)?;
     one::<LocalServer>(&cfg)?;
+    one::<ImportInput>(&cfg)?;
+    one::<ImportPreview>(&cfg)?;
+    one::<ImportSummary>(&cfg)?;
+    one::<ImportEvent>(&cfg)?;
     Ok(())
 }
 

@@ -355,6 +355,10 @@ fn read_file(input: ImportInput, progress: &ReadProgress) -> Result<ReadFile, Ap
     })
 }
 
+/// One imported scrape: its run-clock time, its normalized values (or why it has none) and the
+/// `cache_config_info` facts it carries with their lines.
+type ReadScrape = (f64, Result<Value, String>, Option<(ObservedEngine, String)>);
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -364,7 +368,7 @@ fn figures(run: &ParsedRun) -> Vec<ImportFigure> {
     let rank = |a: &import::Aggregate| -> u8 {
         let n = a.name.as_str();
         let s = a.stat.as_str();
-        if n.ends_with("count") || n == "completed" || n == "failed" {
+        if n.ends_with("count") || s == "count" || n == "completed" || n == "failed" {
             0
         } else if n.contains("rate") || n.contains("throughput") || n == "duration" {
             1
@@ -466,11 +470,7 @@ fn check_run_file_binding(
 
 /// Evidence rows for a run: its startup logs and scrapes as read, `cache_config_info`, the metric
 /// summary, and the compatibility check against the manifest when there is engine evidence.
-fn evidence_rows(
-    manifest: &Manifest,
-    run: &ParsedRun,
-    scrapes: &[(f64, Result<Value, String>, Option<(ObservedEngine, String)>)],
-) -> Vec<RunEvidence> {
+fn evidence_rows(manifest: &Manifest, run: &ParsedRun, scrapes: &[ReadScrape]) -> Vec<RunEvidence> {
     let mut rows = Vec::new();
     let mut observed: Option<ObservedEngine> = None;
     for e in &run.evidence {
@@ -922,7 +922,7 @@ impl App {
                 "metadata": run.metadata,
             });
             let config_json = canonical_json(&config);
-            let scrapes: Vec<(f64, Result<Value, String>, Option<(ObservedEngine, String)>)> = run
+            let scrapes: Vec<ReadScrape> = run
                 .scrapes
                 .iter()
                 .map(|s| {

@@ -2,6 +2,7 @@
 
 pub mod app;
 pub mod fixtures;
+pub mod imports;
 pub mod manifests;
 pub mod runs;
 pub mod studies;

@@ -282,3 +282,68 @@ fn weights_compare_lists_the_differing_tensor() {
     );
     assert_eq!(verdict["differences"][0]["what"], "bytes");
 }
+
+#[test]
+fn import_sniff_preview_commit_list_and_refuse_a_second_time() {
+    let h = harness();
+    let study = invoke(
+        &h,
+        "create_study",
+        json!({"input": {"name": "Imports", "description": ""}}),
+    )
+    .unwrap();
+    let b0 = include_str!("../../../fixtures/manifests/smollm2-135m-cpu-b0.json");
+    let digest = invoke(&h, "validate_manifest", json!({"text": b0})).unwrap()["digest"].clone();
+    invoke(
+        &h,
+        "save_manifest_draft",
+        json!({"studyId": study["id"], "text": b0}),
+    )
+    .unwrap();
+    invoke(
+        &h,
+        "freeze_manifest",
+        json!({"studyId": study["id"], "cell": "B0", "expectedDigest": digest}),
+    )
+    .unwrap();
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../fixtures/imports/aiperf/profile_export.jsonl"
+    );
+
+    assert_eq!(
+        invoke(&h, "sniff_import_format", json!({"path": file})),
+        Ok(json!("aiperf"))
+    );
+    let input = json!({"study_id": study["id"], "cell": "B0", "format": "aiperf", "path": file, "job": "j1"});
+    let preview = invoke(&h, "preview_import", json!({"input": input})).unwrap();
+    assert_eq!(preview["format"], "aiperf");
+    assert_eq!(preview["sha256"].as_str().unwrap().len(), 64);
+    assert_eq!(preview["runs"][0]["granularity"], "per_request");
+    assert_eq!(preview["already_imported"], Value::Null);
+    assert_eq!(
+        invoke(&h, "list_imports", json!({"studyId": study["id"]})),
+        Ok(json!([]))
+    );
+
+    let summary = invoke(&h, "commit_import", json!({"token": preview["token"]})).unwrap();
+    assert_eq!(summary["sha256"], preview["sha256"]);
+    let listed = invoke(&h, "list_imports", json!({"studyId": study["id"]})).unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 1);
+    let runs = invoke(&h, "list_runs", json!({"studyId": study["id"]})).unwrap();
+    assert_eq!(runs[0]["provenance"], "imported");
+    assert_eq!(runs[0]["import_id"], summary["id"]);
+
+    // The same bytes again: the preview says so, and committing is refused.
+    let again = invoke(&h, "preview_import", json!({"input": input})).unwrap();
+    assert_eq!(again["already_imported"]["id"], summary["id"]);
+    let err = invoke(&h, "commit_import", json!({"token": again["token"]})).unwrap_err();
+    assert_eq!(err["code"], "conflict");
+    // A token is used once; an unknown job cannot be cancelled.
+    let err = invoke(&h, "commit_import", json!({"token": again["token"]})).unwrap_err();
+    assert_eq!(err["code"], "not_found");
+    let err = invoke(&h, "cancel_import", json!({"job": "nope"})).unwrap_err();
+    assert_eq!(err["code"], "not_found");
+    let err = invoke(&h, "sniff_import_format", json!({"path": "/no/such/file"})).unwrap_err();
+    assert_eq!(err["code"], "invalid_input");
+}

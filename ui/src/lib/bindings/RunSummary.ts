@@ -15,4 +15,13 @@ state: string, label: string,
 /**
  * `recorded`, `imported` or `synthetic_demo`.
  */
-provenance: string, started_at: string, finished_at: string | null, elapsed_ms: number | null, planned: number | null, ok: number, failed: number, note: string | null, config_sha256: string, config: Record<string, unknown>, };
+provenance: string, started_at: string, finished_at: string | null, elapsed_ms: number | null, planned: number | null, ok: number, failed: number, note: string | null, config_sha256: string, config: Record<string, unknown>, 
+/**
+ * The import that created the run; absent for runs KV Gate executed.
+ */
+import_id: number | null, 
+/**
+ * `per_request`, `aggregate` (the source published only aggregates: no request rows
+ * exist) or `evidence` (a startup log or metric scrapes, no requests).
+ */
+granularity: string, };

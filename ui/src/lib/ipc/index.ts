@@ -1,12 +1,18 @@
 // The only module that talks to Tauri: every other file imports from here, never from @tauri-apps/*.
 import { invoke, type InvokeArgs } from '@tauri-apps/api/core';
 import { listen } from '@tauri-apps/api/event';
+import { getCurrentWebview } from '@tauri-apps/api/webview';
 import type { CheckpointComparison } from '$lib/bindings/CheckpointComparison';
 import type { CheckpointDigest } from '$lib/bindings/CheckpointDigest';
 import type { WeightsProgress } from '$lib/bindings/WeightsProgress';
 import type { AppInfo } from '$lib/bindings/AppInfo';
 import type { DisjointReport } from '$lib/bindings/DisjointReport';
 import type { GenerateFixtures } from '$lib/bindings/GenerateFixtures';
+import type { ImportEvent } from '$lib/bindings/ImportEvent';
+import type { ImportFormat } from '$lib/bindings/ImportFormat';
+import type { ImportInput } from '$lib/bindings/ImportInput';
+import type { ImportPreview } from '$lib/bindings/ImportPreview';
+import type { ImportSummary } from '$lib/bindings/ImportSummary';
 import type { LoadedCorpus } from '$lib/bindings/LoadedCorpus';
 import type { LoadRunInput } from '$lib/bindings/LoadRunInput';
 import type { LocalServer } from '$lib/bindings/LocalServer';
@@ -138,4 +144,40 @@ export const localServers = (): Promise<LocalServer[]> => call('local_servers');
 /** Subscribes to the progress of every running run; resolves to the function that unsubscribes. */
 export function onRunProgress(handler: (event: RunEvent) => void): Promise<() => void> {
   return listen<RunEvent>('run-progress', (event) => handler(event.payload));
+}
+
+/** A guess of a file's format from its name and first 64 KiB (`null`: nothing matched); rejects
+ * when the file cannot be read. The user confirms the format; this only preselects it. */
+export const sniffImportFormat = (path: string): Promise<ImportFormat | null> => call('sniff_import_format', { path });
+
+/** Reads and hashes a file and says what it holds; nothing is stored. The reading is kept under
+ * `token` for `commitImport`. Progress arrives through `onImportProgress` under `input.job`. */
+export const previewImport = (input: ImportInput): Promise<ImportPreview> => call('preview_import', { input });
+
+/** Stores exactly the previewed reading, atomically; the token is used once. Refused (conflict)
+ * when the same file is already in the study. */
+export const commitImport = (token: string): Promise<ImportSummary> => call('commit_import', { token });
+
+/** Asks a running preview or import to stop; it then rejects with code `cancelled`, nothing stored. */
+export const cancelImport = (job: string): Promise<null> => call('cancel_import', { job });
+
+/** Every import of a study, oldest first. */
+export const listImports = (studyId: number): Promise<ImportSummary[]> => call('list_imports', { studyId });
+
+/** Subscribes to the progress of every import; resolves to the function that unsubscribes. */
+export function onImportProgress(handler: (event: ImportEvent) => void): Promise<() => void> {
+  return listen<ImportEvent>('import-progress', (event) => handler(event.payload));
+}
+
+/** A file dragged over the window: `paths` are the local paths the OS gave (enter and drop only). */
+export type FileDrag = { type: 'enter'; paths: string[] } | { type: 'over' } | { type: 'drop'; paths: string[] } | { type: 'leave' };
+
+/** Subscribes to files dragged onto the window; resolves to the function that unsubscribes. */
+export async function onFileDrag(handler: (drag: FileDrag) => void): Promise<() => void> {
+  const unlisten = await getCurrentWebview().onDragDropEvent((event) => {
+    const p = event.payload;
+    if (p.type === 'enter' || p.type === 'drop') handler({ type: p.type, paths: p.paths });
+    else handler({ type: p.type });
+  });
+  return () => void unlisten();
 }

@@ -2,12 +2,16 @@ import { beforeEach, describe, expect, it, vi } from 'vitest';
 
 vi.mock('@tauri-apps/api/core', () => ({ invoke: vi.fn() }));
 vi.mock('@tauri-apps/api/event', () => ({ listen: vi.fn() }));
+vi.mock('@tauri-apps/api/webview', () => ({ getCurrentWebview: vi.fn() }));
 
 import { invoke } from '@tauri-apps/api/core';
 import { listen } from '@tauri-apps/api/event';
+import { getCurrentWebview } from '@tauri-apps/api/webview';
 import {
   appInfo,
+  cancelImport,
   cancelRun,
+  commitImport,
   checkCorpora,
   createStudy,
   deleteManifestDraft,
@@ -16,6 +20,7 @@ import {
   freezeManifest,
   generateFixtures,
   lastOpenedStudy,
+  listImports,
   listManifests,
   listRuns,
   listStudies,
@@ -23,12 +28,16 @@ import {
   manifestCapacity,
   manifestVocabulary,
   openCorpus,
+  onFileDrag,
+  onImportProgress,
   onRunProgress,
   openStudy,
+  previewImport,
   runDetail,
   runLoad,
   runQuality,
   saveManifestDraft,
+  sniffImportFormat,
   startLocalServer,
   stopLocalServer,
   toAppError,
@@ -84,7 +93,10 @@ describe('toAppError', () => {
 });
 
 describe('commands', () => {
-  beforeEach(() => invokeMock.mockReset());
+  beforeEach(() => {
+    invokeMock.mockReset();
+    vi.mocked(listen).mockReset();
+  });
 
   it('calls each command by its Rust name with camelCase argument objects', async () => {
     invokeMock.mockResolvedValue(null);
@@ -167,6 +179,59 @@ describe('commands', () => {
       ['stop_local_server', { pid: 4242 }],
       ['local_servers', undefined],
     ]);
+  });
+
+  it('calls the import commands with the argument names the Rust commands take', async () => {
+    invokeMock.mockResolvedValue(null);
+    const input = { study_id: 3, cell: 'B0', format: 'inference-perf' as const, path: '/tmp/s0.json', job: 'import-1' };
+    await sniffImportFormat('/tmp/s0.json');
+    await previewImport(input);
+    await commitImport('import-1');
+    await cancelImport('import-1');
+    await listImports(3);
+
+    expect(invokeMock.mock.calls).toEqual([
+      ['sniff_import_format', { path: '/tmp/s0.json' }],
+      ['preview_import', { input }],
+      ['commit_import', { token: 'import-1' }],
+      ['cancel_import', { job: 'import-1' }],
+      ['list_imports', { studyId: 3 }],
+    ]);
+  });
+
+  it('hands each import-progress payload to the handler', async () => {
+    const listenMock = vi.mocked(listen);
+    listenMock.mockResolvedValue(vi.fn());
+    const handler = vi.fn();
+    await onImportProgress(handler);
+    expect(listenMock).toHaveBeenCalledWith('import-progress', expect.any(Function));
+    const payload = { job: 'j', phase: 'reading' as const, bytes_read: 1, total_bytes: 2, rows_stored: 0, total_rows: 0 };
+    listenMock.mock.calls[0]![1]({ event: 'import-progress', id: 1, payload });
+    expect(handler).toHaveBeenCalledWith(payload);
+  });
+
+  it('passes dropped file paths on, without positions', async () => {
+    const unlisten = vi.fn();
+    let tauriHandler: (event: { payload: unknown }) => void = () => {};
+    const onDragDropEvent = vi.fn(async (h: typeof tauriHandler) => {
+      tauriHandler = h;
+      return unlisten;
+    });
+    vi.mocked(getCurrentWebview).mockReturnValue({ onDragDropEvent } as unknown as ReturnType<typeof getCurrentWebview>);
+    const handler = vi.fn();
+    const stop = await onFileDrag(handler);
+    tauriHandler({ payload: { type: 'enter', paths: ['/a.json'], position: { x: 1, y: 2 } } });
+    tauriHandler({ payload: { type: 'over', position: { x: 3, y: 4 } } });
+    tauriHandler({ payload: { type: 'drop', paths: ['/a.json'], position: { x: 3, y: 4 } } });
+    tauriHandler({ payload: { type: 'leave' } });
+    expect(handler.mock.calls.map((c) => c[0])).toEqual([
+      { type: 'enter', paths: ['/a.json'] },
+      { type: 'over' },
+      { type: 'drop', paths: ['/a.json'] },
+      { type: 'leave' },
+    ]);
+    stop();
+    expect(unlisten).toHaveBeenCalled();
   });
 
   it('hands each run-progress payload to the handler', async () => {

@@ -1,5 +1,8 @@
 import { fireEvent, render, screen, within } from '@testing-library/svelte';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
+import type { ImportEvent } from '$lib/bindings/ImportEvent';
+import type { ImportPreview } from '$lib/bindings/ImportPreview';
+import type { ImportSummary } from '$lib/bindings/ImportSummary';
 import type { LocalServer } from '$lib/bindings/LocalServer';
 import type { RunDetail } from '$lib/bindings/RunDetail';
 import type { RunEvent } from '$lib/bindings/RunEvent';
@@ -18,11 +21,19 @@ vi.mock('$lib/ipc', async (importOriginal) => ({
   stopLocalServer: vi.fn(),
   localServers: vi.fn(),
   onRunProgress: vi.fn(),
+  listImports: vi.fn(),
+  onImportProgress: vi.fn(),
+  onFileDrag: vi.fn(),
+  sniffImportFormat: vi.fn(),
+  previewImport: vi.fn(),
+  commitImport: vi.fn(),
+  cancelImport: vi.fn(),
 }));
 
 import * as ipc from '$lib/ipc';
-import type { Wire } from '$lib/ipc';
+import type { FileDrag, Wire } from '$lib/ipc';
 import { Workspace } from '$lib/workspace.svelte';
+import { ImportsModel } from './imports.svelte';
 import RunsScreen from './RunsScreen.svelte';
 import { RunsModel } from './runs.svelte';
 
@@ -72,6 +83,8 @@ function summary(id: number, state: string, patch: Partial<Wire<RunSummary>> = {
     note: null,
     config_sha256: 'cf'.repeat(32),
     config: { endpoint: { base_url: f16.url, api: 'chat', model: 'default' } },
+    import_id: null,
+    granularity: 'per_request',
     ...patch,
   };
 }
@@ -126,6 +139,7 @@ function detail(patch: Partial<Wire<RunDetail>> = {}): Wire<RunDetail> {
     },
     evidence: [{ kind: 'startup_log', source_name: f16.log_path, sha256: '5a'.repeat(32), bytes: 18000 }],
     metrics: null,
+    aggregates: [],
     ...patch,
   };
 }
@@ -140,7 +154,9 @@ function setup(current: Study | null = study): RunsModel {
   workspace.studiesState = 'ready';
   const runs = new RunsModel();
   runs.start();
-  render(RunsScreen, { workspace, runs, corpusDir: '/tmp/corpus-7' });
+  const imports = new ImportsModel(() => void runs.refreshRuns());
+  imports.start();
+  render(RunsScreen, { workspace, runs, imports, corpusDir: '/tmp/corpus-7' });
   return runs;
 }
 
@@ -157,6 +173,9 @@ beforeEach(() => {
   ipcMock.localServers.mockResolvedValue([]);
   ipcMock.listManifests.mockResolvedValue([manifest('B0', 'frozen'), manifest('C1', 'draft')]);
   ipcMock.listRuns.mockResolvedValue([]);
+  ipcMock.listImports.mockResolvedValue([]);
+  ipcMock.onImportProgress.mockResolvedValue(() => {});
+  ipcMock.onFileDrag.mockResolvedValue(() => {});
 });
 
 describe('Runs screen', () => {
@@ -386,5 +405,258 @@ describe('Runs screen', () => {
     setup();
     await fireEvent.click(await screen.findByTestId('run-row-open'));
     expect((await screen.findByTestId('run-detail-error')).textContent).toContain('no run 5');
+  });
+});
+
+const SHA = 'e3'.repeat(32);
+
+function importSummary(patch: Partial<ImportSummary> = {}): ImportSummary {
+  return {
+    id: 4,
+    study_id: 7,
+    cell: 'B0',
+    format: 'inference-perf',
+    parser_version: 'kvgate-formats 1 inference-perf',
+    tool: 'inference-perf',
+    source_name: 'stage_0_lifecycle_metrics.json',
+    sha256: SHA,
+    bytes: 3487,
+    imported_at: '2026-03-05T10:00:00Z',
+    runs: 1,
+    requests: 0,
+    aggregates: 120,
+    scrapes: 0,
+    evidence: 0,
+    warnings: [{ at: '$', message: 'the file records no wall-clock time', rows: 0 }],
+    run_ids: [11],
+    ...patch,
+  };
+}
+
+function importPreview(patch: Partial<ImportPreview> = {}): ImportPreview {
+  return {
+    token: 'import-1',
+    study_id: 7,
+    cell: 'B0',
+    format: 'inference-perf',
+    parser_version: 'kvgate-formats 1 inference-perf',
+    tool: 'inference-perf',
+    source_name: 'stage_0_lifecycle_metrics.json',
+    sha256: SHA,
+    bytes: 3487,
+    runs: [
+      {
+        label: 'inference-perf · stage 0 · 1.0 rps requested',
+        granularity: 'aggregate',
+        requests: 0,
+        ok: 0,
+        failed: 0,
+        aggregates: 120,
+        scrapes: 0,
+        evidence: 0,
+        elapsed_ms: 58510,
+        figures: [
+          { name: 'successes', stat: 'count', value: 60, unit: 'requests' },
+          { name: 'successes.latency.request_latency', stat: 'mean', value: 0.48048226445680486, unit: 's' },
+        ],
+      },
+    ],
+    warnings: [{ at: '$.failures', message: 'no failures recorded', rows: 2 }],
+    already_imported: null,
+    ...patch,
+  };
+}
+
+describe('Import results', () => {
+  const PATH = '/tmp/e2e/stage_0_lifecycle_metrics.json';
+
+  it('preselects the sniffed format, previews what was recognised, then imports and lists it', async () => {
+    ipcMock.sniffImportFormat.mockResolvedValue('inference-perf');
+    ipcMock.previewImport.mockResolvedValue(importPreview());
+    ipcMock.commitImport.mockResolvedValue(importSummary());
+    const runs = setup();
+    const path = await screen.findByTestId('import-path');
+    await screen.findByTestId('imports-empty');
+    await fireEvent.input(path, { target: { value: PATH } });
+    await fireEvent.change(path);
+    expect(ipcMock.sniffImportFormat).toHaveBeenCalledWith(PATH);
+    await screen.findByText('inference-perf', { selector: '[data-testid="import-sniffed"] strong' });
+    expect((screen.getByTestId('import-format') as HTMLSelectElement).value).toBe('inference-perf');
+    expect((screen.getByTestId('import-format') as HTMLSelectElement).options).toHaveLength(11);
+    expect(screen.queryByTestId('import-mapping')).toBeNull();
+
+    await fireEvent.submit(screen.getByTestId('import-form'));
+    const input = ipcMock.previewImport.mock.calls[0]![0];
+    expect(input).toMatchObject({ study_id: 7, cell: 'B0', format: 'inference-perf', path: PATH });
+    expect(input.job).toMatch(/^import-/);
+    const preview = await screen.findByTestId('import-preview-result');
+    expect(within(preview).getByTestId('import-preview-sha256').textContent).toBe(SHA);
+    expect(within(preview).getByTestId('import-preview-bytes').textContent).toBe('3,487 bytes');
+    expect(within(preview).getByTestId('import-aggregates-only').textContent).toContain('Aggregates only: no per-request rows.');
+    expect(within(preview).getByTestId('import-preview-granularity').textContent).toBe('aggregates only: no per-request rows');
+    expect(within(preview).getByTestId('import-preview-run-counts').textContent?.trim()).toBe('n/a');
+    const figures = within(preview).getAllByTestId('import-preview-figure');
+    expect([...figures[0]!.querySelectorAll('td')].map((td) => td.textContent)).toEqual(['successes', 'count', '60', 'requests']);
+    const mean = within(figures[1]!).getByTestId('import-preview-figure-value');
+    expect(mean.textContent).toBe('0.480482');
+    expect(mean.getAttribute('title')).toBe('exact: 0.48048226445680486');
+    expect(within(preview).getByTestId('import-preview-warning').textContent).toContain('no failures recorded');
+    expect(within(preview).getByTestId('import-preview-warning').textContent).toContain('(2 rows)');
+
+    ipcMock.listImports.mockResolvedValue([importSummary()]);
+    ipcMock.listRuns.mockResolvedValue([summary(11, 'completed', { provenance: 'imported', import_id: 4, granularity: 'aggregate', ok: 0 })]);
+    await fireEvent.click(within(preview).getByTestId('import-commit'));
+    expect(ipcMock.commitImport).toHaveBeenCalledWith('import-1');
+    const result = await screen.findByTestId('import-result');
+    expect(result.textContent).toContain('import #4');
+    expect(within(result).getByTestId('import-result-aggregates').textContent).toBe('120');
+    expect(within(result).getByTestId('import-result-warning').textContent).toContain('no wall-clock time');
+    const row = await screen.findByTestId('import-row');
+    expect(within(row).getByTestId('import-row-sha256').textContent).toBe(SHA.slice(0, 12));
+    expect(within(row).getByTestId('import-row-sha256').getAttribute('title')).toBe(SHA);
+    expect(within(row).getByTestId('import-row-cell').textContent).toBe('B0');
+
+    // Its run is listed at once, marked imported and aggregates-only.
+    await runs.refreshRuns();
+    const runRow = await screen.findByTestId('run-row');
+    expect(within(runRow).getByTestId('run-row-provenance').textContent).toBe('imported');
+    expect(within(runRow).getByTestId('run-row-granularity').textContent).toBe('aggregates only: no per-request rows');
+    expect(within(runRow).getByTestId('run-row-counts').textContent?.trim()).toBe('n/a');
+  });
+
+  it('refuses a file already in the study before anything is stored', async () => {
+    ipcMock.previewImport.mockResolvedValue(importPreview({ already_imported: importSummary() }));
+    setup();
+    await fireEvent.input(await screen.findByTestId('import-path'), { target: { value: PATH } });
+    await fireEvent.change(screen.getByTestId('import-format'), { target: { value: 'inference-perf' } });
+    await fireEvent.submit(screen.getByTestId('import-form'));
+    const notice = await screen.findByTestId('import-already');
+    expect(notice.textContent).toContain('Already imported.');
+    expect(notice.textContent).toContain('import #4');
+    expect((screen.getByTestId('import-commit') as HTMLButtonElement).disabled).toBe(true);
+    expect(ipcMock.commitImport).not.toHaveBeenCalled();
+  });
+
+  it('shows a parse error verbatim and asks for a column mapping for CSV', async () => {
+    const message =
+      'broken.json, line 1, $.load_summary.count: expected a number, found a string "sixty"';
+    ipcMock.previewImport.mockRejectedValue({ code: 'invalid_input', message });
+    setup();
+    await fireEvent.input(await screen.findByTestId('import-path'), { target: { value: '/tmp/broken.json' } });
+    await fireEvent.change(screen.getByTestId('import-format'), { target: { value: 'csv' } });
+    expect(await screen.findByTestId('import-mapping')).toBeTruthy();
+    await fireEvent.submit(screen.getByTestId('import-form'));
+    expect((await screen.findByTestId('import-form-error')).textContent).toContain('needs the dispatch column');
+    expect(ipcMock.previewImport).not.toHaveBeenCalled();
+
+    await fireEvent.change(screen.getByTestId('import-format'), { target: { value: 'inference-perf' } });
+    await fireEvent.submit(screen.getByTestId('import-form'));
+    expect((await screen.findByTestId('import-form-error')).textContent).toContain(message);
+  });
+
+  it('shows progress while reading and cancels without storing', async () => {
+    let progress: (e: ImportEvent) => void = () => {};
+    ipcMock.onImportProgress.mockImplementation(async (handler) => {
+      progress = handler;
+      return () => {};
+    });
+    let reject: (reason: unknown) => void = () => {};
+    ipcMock.previewImport.mockReturnValue(new Promise((_, r) => (reject = r)));
+    ipcMock.cancelImport.mockResolvedValue(null);
+    setup();
+    await fireEvent.input(await screen.findByTestId('import-path'), { target: { value: '/tmp/big.jsonl' } });
+    await fireEvent.change(screen.getByTestId('import-format'), { target: { value: 'aiperf' } });
+    await fireEvent.submit(screen.getByTestId('import-form'));
+    const job = ipcMock.previewImport.mock.calls[0]![0].job!;
+    progress({ job, phase: 'reading', bytes_read: 512, total_bytes: 2048, rows_stored: 0, total_rows: 0 });
+    progress({ job: 'someone-else', phase: 'reading', bytes_read: 1, total_bytes: 9, rows_stored: 0, total_rows: 0 });
+    await screen.findByTestId('import-progress-bar');
+    await flush();
+    const bar = screen.getByTestId('import-progress-bar') as HTMLProgressElement;
+    expect(bar.value).toBe(512);
+    expect(bar.max).toBe(2048);
+    expect(screen.getByTestId('import-progress-text').textContent?.trim()).toBe('reading 512 of 2,048 bytes');
+
+    await fireEvent.click(screen.getByTestId('import-cancel'));
+    expect(ipcMock.cancelImport).toHaveBeenCalledWith(job);
+    reject({ code: 'cancelled', message: 'big.jsonl: cancelled' });
+    expect((await screen.findByTestId('import-cancelled')).textContent).toContain('nothing was stored');
+    expect(screen.queryByTestId('import-progress')).toBeNull();
+    expect(screen.queryByTestId('import-form-error')).toBeNull();
+  });
+
+  it('takes a file dropped on the window and sniffs it', async () => {
+    let drag: (d: FileDrag) => void = () => {};
+    ipcMock.onFileDrag.mockImplementation(async (handler) => {
+      drag = handler;
+      return () => {};
+    });
+    ipcMock.sniffImportFormat.mockResolvedValue('aiperf');
+    setup();
+    await screen.findByTestId('import-path');
+    await flush();
+    drag({ type: 'enter', paths: ['/x/profile_export.jsonl'] });
+    expect(await screen.findByTestId('import-dropzone')).toBeTruthy();
+    drag({ type: 'drop', paths: ['/x/profile_export.jsonl', '/x/other.json'] });
+    await flush();
+    expect((screen.getByTestId('import-path') as HTMLInputElement).value).toBe('/x/profile_export.jsonl');
+    expect(screen.queryByTestId('import-dropzone')).toBeNull();
+    expect(screen.getByTestId('import-drop-note').textContent).toContain('2 files dropped');
+    expect(ipcMock.sniffImportFormat).toHaveBeenCalledWith('/x/profile_export.jsonl');
+    await screen.findByText('aiperf', { selector: '[data-testid="import-sniffed"] strong' });
+  });
+});
+
+describe('An imported run', () => {
+  it('says it has no per-request rows and lists the tool figures with every digit on request', async () => {
+    const run = summary(11, 'completed', {
+      provenance: 'imported',
+      import_id: 4,
+      granularity: 'aggregate',
+      ok: 0,
+      config: {
+        import: {
+          format: 'inference-perf',
+          parser_version: 'kvgate-formats 1 inference-perf',
+          tool: 'inference-perf',
+          source_name: 'stage_0_lifecycle_metrics.json',
+          source_sha256: SHA,
+        },
+      },
+    });
+    ipcMock.listRuns.mockResolvedValue([run]);
+    ipcMock.runDetail.mockResolvedValue(
+      detail({
+        run,
+        requests: [],
+        accepted: 0,
+        rejected: 0,
+        validity: null,
+        startup: null,
+        evidence: [],
+        aggregates: [
+          { name: 'successes', stat: 'count', value: 60, unit: 'requests' },
+          { name: 'load_summary.schedule_delay', stat: 'min', value: -0.0006079088198021054, unit: 's' },
+        ],
+      }),
+    );
+    setup();
+    await fireEvent.click(await screen.findByTestId('run-row-open'));
+    const panel = await screen.findByTestId('run-detail');
+    expect(within(panel).getByTestId('run-detail-aggregates-only').textContent).toContain('no per-request rows');
+    expect(within(panel).getByTestId('run-detail-granularity').textContent).toBe('aggregates only: no per-request rows');
+    expect(within(panel).getByTestId('run-detail-import').textContent).toContain('import #4');
+    expect(within(panel).getByTestId('run-detail-import-sha256').getAttribute('title')).toBe(SHA);
+    expect(within(panel).getByTestId('run-verdicts-none')).toBeTruthy();
+    expect(within(panel).getByTestId('run-validity').textContent).toContain('carries no startup log');
+    expect(within(panel).getByTestId('run-requests-empty').textContent).toContain('aggregates only');
+
+    const rows = within(panel).getAllByTestId('run-aggregate');
+    expect([...rows[0]!.querySelectorAll('td')].map((td) => td.textContent)).toEqual(['successes', 'count', '60', 'requests']);
+    const value = within(rows[1]!).getByTestId('run-aggregate-value');
+    expect(value.textContent).toBe('-0.000607909');
+    expect(value.getAttribute('title')).toBe('exact: -0.0006079088198021054');
+    await fireEvent.click(within(panel).getByTestId('run-aggregates-every-digit'));
+    expect(value.textContent).toBe('-0.0006079088198021054');
   });
 });
