@@ -44,6 +44,11 @@ export class Session {
 
   async click(css) {
     const el = await this.waitFor(css);
+    // Centre it first: scrolled to the top edge, the sticky window header would cover it.
+    await this.cmd('POST', '/execute/sync', {
+      script: 'arguments[0].scrollIntoView({ block: "center", inline: "nearest" });',
+      args: [{ [ELEMENT]: el }],
+    });
     await this.cmd('POST', `/element/${el}/click`, {});
   }
 

@@ -10,7 +10,7 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
 use kvgate_core::canonical::{canonical_json, sha256_hex};
@@ -240,16 +240,68 @@ enum Content {
     RunFile(String),
 }
 
-/// A reader that hashes every byte it hands out.
+/// Bytes handed to the hashing thread at a time.
+const HASH_CHUNK: usize = 1 << 20;
+
+/// A reader that hashes every byte it hands out. The hashing runs on a thread of its own, a
+/// megabyte at a time, so that on a large file it overlaps with the parsing instead of adding
+/// to it; at most a few megabytes wait for it.
 struct HashingReader<R> {
     inner: R,
-    hasher: Sha256,
+    /// Bytes read and not yet handed to the hashing thread.
+    chunk: Vec<u8>,
+    to_hasher: Option<mpsc::SyncSender<Vec<u8>>>,
+    hasher: Option<std::thread::JoinHandle<Sha256>>,
+}
+
+impl<R> HashingReader<R> {
+    fn new(inner: R) -> Result<HashingReader<R>, AppError> {
+        let (to_hasher, chunks) = mpsc::sync_channel::<Vec<u8>>(4);
+        let hasher = std::thread::Builder::new()
+            .name("kvgate-import-sha256".into())
+            .spawn(move || {
+                let mut hasher = Sha256::new();
+                for chunk in chunks {
+                    hasher.update(&chunk);
+                }
+                hasher
+            })
+            .map_err(|e| {
+                AppError::new(ErrorCode::Internal, format!("cannot start hashing: {e}"))
+            })?;
+        Ok(HashingReader {
+            inner,
+            chunk: Vec::with_capacity(2 * HASH_CHUNK),
+            to_hasher: Some(to_hasher),
+            hasher: Some(hasher),
+        })
+    }
+
+    /// The lowercase hex SHA-256 of every byte read.
+    fn finish(mut self) -> Result<String, AppError> {
+        if let Some(to_hasher) = self.to_hasher.take() {
+            let _ = to_hasher.send(std::mem::take(&mut self.chunk));
+        }
+        let hasher = self
+            .hasher
+            .take()
+            .and_then(|h| h.join().ok())
+            .ok_or_else(|| AppError::new(ErrorCode::Internal, "hashing the file failed"))?;
+        Ok(hex(&hasher.finalize()))
+    }
 }
 
 impl<R: Read> Read for HashingReader<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self.inner.read(buf)?;
-        self.hasher.update(&buf[..n]);
+        self.chunk.extend_from_slice(&buf[..n]);
+        if self.chunk.len() >= HASH_CHUNK {
+            let full = std::mem::replace(&mut self.chunk, Vec::with_capacity(2 * HASH_CHUNK));
+            if let Some(to_hasher) = &self.to_hasher {
+                // The thread only ends once the sender is dropped.
+                let _ = to_hasher.send(full);
+            }
+        }
         Ok(n)
     }
 }
@@ -288,10 +340,7 @@ fn read_file(input: ImportInput, progress: &ReadProgress) -> Result<ReadFile, Ap
         .ok()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .map(|d| d.as_millis() as i64);
-    let mut reader = HashingReader {
-        inner: progress.reader(file),
-        hasher: Sha256::new(),
-    };
+    let mut reader = HashingReader::new(progress.reader(file))?;
     let content = match input.format {
         ImportFormat::Csv | ImportFormat::Parquet => {
             // polars reads the file by path; hash it first, streaming.
@@ -344,7 +393,7 @@ fn read_file(input: ImportInput, progress: &ReadProgress) -> Result<ReadFile, Ap
     // Whatever the parser did not need still belongs to the file's digest.
     io::copy(&mut reader, &mut io::sink())
         .map_err(|e| import_error(import::Source::new(&source_name).io(e)))?;
-    let sha256 = hex(&reader.hasher.finalize());
+    let sha256 = reader.finish()?;
     Ok(ReadFile {
         bytes: progress.bytes_read(),
         input,

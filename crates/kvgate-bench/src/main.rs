@@ -9,12 +9,14 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;
 
+mod import;
+
 use kvgate_core::fixtures::{generate_corpus, FixtureOptions, Preset, Split, TokenCounter};
 use kvgate_formats::tokenizer::PinnedTokenizer;
 
 /// One measured row of the table.
 struct Row {
-    benchmark: &'static str,
+    benchmark: String,
     figure: f64,
     unit: &'static str,
     anchor: String,
@@ -34,6 +36,9 @@ impl Row {
         })
     }
 }
+
+/// One benchmark: the rows it measured, or why it could not run.
+type Bench = fn() -> Result<Vec<Row>, String>;
 
 fn root() -> PathBuf {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
@@ -110,7 +115,7 @@ fn tokenization() -> Result<Row, String> {
         Err(e) => (format!("Python tokenizers: {python}: {e}"), None),
     };
     Ok(Row {
-        benchmark: "tokenize 288 test-2k prompts",
+        benchmark: "tokenize 288 test-2k prompts".into(),
         figure,
         unit: "tokens/s",
         anchor: anchor_name,
@@ -186,7 +191,7 @@ fn weights_hashing() -> Result<Row, String> {
         .map_err(|e| e.to_string())?;
         let ours = start.elapsed().as_secs_f64();
         Ok(Row {
-            benchmark: "weights digest, 2.15 GB safetensors",
+            benchmark: "weights digest, 2.15 GB safetensors".into(),
             figure: total_gb / ours,
             unit: "GB/s",
             anchor: "sha256sum of the same file".into(),
@@ -234,11 +239,28 @@ fn figure(x: f64) -> String {
 }
 
 fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some(import::MEASURE_ARG) {
+        import::measure_child_main(&args[2..]);
+    }
     let mut rows = Vec::new();
     let mut failed = false;
-    for bench in [tokenization, weights_hashing] {
+    // `KVGATE_BENCH_ONLY=import` (or tokenize, weights; comma-separated) runs only those.
+    let only = std::env::var("KVGATE_BENCH_ONLY").ok();
+    let benches: [(&str, Bench); 3] = [
+        ("tokenize", || tokenization().map(|r| vec![r])),
+        ("weights", || weights_hashing().map(|r| vec![r])),
+        ("import", import::import_benchmark),
+    ];
+    for (name, bench) in benches {
+        if only
+            .as_deref()
+            .is_some_and(|o| !o.split(',').any(|x| x.trim() == name))
+        {
+            continue;
+        }
         match bench() {
-            Ok(row) => rows.push(row),
+            Ok(more) => rows.extend(more),
             Err(e) => {
                 eprintln!("benchmark failed: {e}");
                 failed = true;

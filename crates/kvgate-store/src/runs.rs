@@ -9,7 +9,7 @@ use kvgate_core::run::{RequestRecord, RequestStatus};
 use kvgate_core::validator::Verdict;
 use sqlx::query::Query;
 use sqlx::sqlite::{SqliteArguments, SqliteRow};
-use sqlx::{Row, Sqlite, Transaction};
+use sqlx::{Arguments as _, Row, Sqlite, Transaction};
 
 use crate::{now_rfc3339, Store, StoreError};
 
@@ -225,6 +225,34 @@ macro_rules! request_values_x16 {
     };
 }
 
+macro_rules! request_values_x64 {
+    () => {
+        concat!(
+            request_values_x16!(),
+            ", ",
+            request_values_x16!(),
+            ", ",
+            request_values_x16!(),
+            ", ",
+            request_values_x16!()
+        )
+    };
+}
+
+macro_rules! request_values_x256 {
+    () => {
+        concat!(
+            request_values_x64!(),
+            ", ",
+            request_values_x64!(),
+            ", ",
+            request_values_x64!(),
+            ", ",
+            request_values_x64!()
+        )
+    };
+}
+
 const INSERT_REQUEST: &str = concat!(
     "INSERT INTO run_requests (run_id, ",
     request_columns!(),
@@ -243,6 +271,21 @@ const INSERT_REQUEST_BATCH: &str = concat!(
     ", ",
     request_values_x16!()
 );
+
+/// Requests written per statement by `INSERT_REQUEST_BIG_BATCH` (23 × 256 = 5,888 placeholders;
+/// SQLite allows 32,766): a large import pays the statement's round trip to the connection's
+/// worker thread once per 256 rows.
+const REQUEST_BIG_BATCH: usize = 256;
+
+const INSERT_REQUEST_BIG_BATCH: &str = concat!(
+    "INSERT INTO run_requests (run_id, ",
+    request_columns!(),
+    ") VALUES ",
+    request_values_x256!()
+);
+
+/// `keep_going` is asked every this many rows.
+const PROGRESS_EVERY: u64 = 2048;
 
 const SELECT_RUN: &str = concat!("SELECT ", columns!(), " FROM run_records WHERE id = ?");
 
@@ -761,39 +804,70 @@ async fn write_finish(
     write_final_state(tx, run_id, state, finished_at, elapsed_ms, planned, note).await
 }
 
-/// Writes requests in batches; after each batch `keep_going(rows written so far)` decides
-/// whether to go on (`false` → [`StoreError::Cancelled`]; the caller rolls back).
-pub(crate) async fn write_requests<R: RequestRowSource>(
+/// The values of a batch of requests bound into `sql` (which has a placeholder for each).
+fn bind_batch<R: RequestRowSource>(
+    sql: &'static str,
+    run_id: i64,
+    batch: &[R],
+) -> Result<Insert, StoreError> {
+    let mut args = SqliteArguments::default();
+    args.reserve(batch.len() * 23, 0);
+    let mut query = sqlx::query_with(sql, args);
+    for request in batch {
+        query = bind_request(query, run_id, request)?;
+    }
+    Ok(query)
+}
+
+/// Writes requests in batches; every `PROGRESS_EVERY` rows `keep_going(rows written so far)`
+/// decides whether to go on (`false` → [`StoreError::Cancelled`]; the caller rolls back).
+pub(crate) async fn write_requests<'r, R: RequestRowSource>(
     tx: &mut Transaction<'static, Sqlite>,
     run_id: i64,
-    requests: &[R],
+    requests: &'r [R],
     keep_going: &(dyn Fn(u64) -> bool + Send + Sync),
 ) -> Result<(), StoreError> {
-    // Full batches through one statement, the rest one by one through another: the same static
-    // SQL on the same connection, so sqlx prepares each once and reuses it.
+    // Full batches of 256, then of 32, through one statement each, the rest one by one through
+    // another: the same static SQL on the same connection, so sqlx prepares each once and
+    // reuses it.
     let mut written = 0u64;
-    let mut batches = requests.chunks_exact(REQUEST_BATCH);
-    for batch in &mut batches {
-        let mut query = sqlx::query(INSERT_REQUEST_BATCH);
-        for request in batch {
-            query = bind_request(query, run_id, request)?;
-        }
-        match query.execute(&mut **tx).await {
-            Ok(_) => {}
-            // SQLite undid the whole statement; one by one, the refusal names the request.
-            Err(err) if StoreError::is_unique_violation(&err) => {
-                for request in batch {
-                    insert_request(tx, run_id, request).await?;
+    let mut rest = requests;
+    for (sql, size) in [
+        (INSERT_REQUEST_BIG_BATCH, REQUEST_BIG_BATCH),
+        (INSERT_REQUEST_BATCH, REQUEST_BATCH),
+    ] {
+        let mut batches = rest.chunks_exact(size);
+        let bind = |batch: Option<&'r [R]>| {
+            batch
+                .map(|b| bind_batch(sql, run_id, b).map(|query| (b, query)))
+                .transpose()
+        };
+        let mut bound = bind(batches.next())?;
+        while let Some((batch, query)) = bound.take() {
+            // The next batch's values are converted and bound here while SQLite inserts this
+            // one on the connection's worker thread.
+            let following = batches.next();
+            let (result, next) = tokio::join!(query.execute(&mut **tx), async { bind(following) });
+            match result {
+                Ok(_) => {}
+                // SQLite undid the whole statement; one by one, the refusal names the request.
+                Err(err) if StoreError::is_unique_violation(&err) => {
+                    for request in batch {
+                        insert_request(tx, run_id, request).await?;
+                    }
                 }
+                Err(err) => return Err(frozen_or(err, run_id)),
             }
-            Err(err) => return Err(frozen_or(err, run_id)),
+            let before = written;
+            written += batch.len() as u64;
+            if written / PROGRESS_EVERY > before / PROGRESS_EVERY && !keep_going(written) {
+                return Err(StoreError::Cancelled);
+            }
+            bound = next?;
         }
-        written += batch.len() as u64;
-        if written.is_multiple_of(REQUEST_BATCH as u64 * 64) && !keep_going(written) {
-            return Err(StoreError::Cancelled);
-        }
+        rest = batches.remainder();
     }
-    for request in batches.remainder() {
+    for request in rest {
         insert_request(tx, run_id, request).await?;
     }
     if !keep_going(requests.len() as u64) {
@@ -1121,6 +1195,10 @@ mod tests {
         assert_eq!(
             INSERT_REQUEST_BATCH.matches('?').count(),
             columns * REQUEST_BATCH
+        );
+        assert_eq!(
+            INSERT_REQUEST_BIG_BATCH.matches('?').count(),
+            columns * REQUEST_BIG_BATCH
         );
     }
 }

@@ -61,54 +61,68 @@ impl<R: Read> PyJsonReader<R> {
             }
             let mut i = 0;
             let buf = std::mem::take(&mut self.buf);
+            // Runs of bytes that need no decision are copied whole.
             while i < buf.len() {
-                let b = buf[i];
                 if self.in_string {
-                    self.pending.push(b);
                     if self.escaped {
                         self.escaped = false;
-                    } else if b == b'\\' {
-                        self.escaped = true;
-                    } else if b == b'"' {
-                        self.in_string = false;
+                        self.pending.push(buf[i]);
+                        i += 1;
+                        continue;
                     }
+                    match buf[i..].iter().position(|&b| b == b'"' || b == b'\\') {
+                        None => {
+                            self.pending.extend_from_slice(&buf[i..]);
+                            i = buf.len();
+                        }
+                        Some(k) => {
+                            self.pending.extend_from_slice(&buf[i..=i + k]);
+                            if buf[i + k] == b'\\' {
+                                self.escaped = true;
+                            } else {
+                                self.in_string = false;
+                            }
+                            i += k + 1;
+                        }
+                    }
+                    continue;
+                }
+                let plain = buf[i..]
+                    .iter()
+                    .position(|&b| matches!(b, b'"' | b'N' | b'I' | b'-'))
+                    .unwrap_or(buf.len() - i);
+                let run = &buf[i..i + plain];
+                if !self.content && run.iter().any(|b| !b.is_ascii_whitespace()) {
+                    self.content = true;
+                }
+                self.pending.extend_from_slice(run);
+                i += plain;
+                let Some(&b) = buf.get(i) else { break };
+                self.content = true;
+                if b == b'"' {
+                    self.in_string = true;
+                    self.pending.push(b);
                     i += 1;
                     continue;
                 }
-                if !b.is_ascii_whitespace() {
-                    self.content = true;
+                let rest = &buf[i..];
+                let token: &[u8] = match b {
+                    b'N' => b"NaN",
+                    b'I' => b"Infinity",
+                    _ => b"-Infinity",
+                };
+                if rest.len() < token.len() && token.starts_with(rest) && !self.eof {
+                    // Could be the start of a token cut by the read: wait for more.
+                    self.buf = rest.to_vec();
+                    break;
                 }
-                match b {
-                    b'"' => {
-                        self.in_string = true;
-                        self.pending.push(b);
-                        i += 1;
-                    }
-                    b'N' | b'I' | b'-' => {
-                        let rest = &buf[i..];
-                        let token: &[u8] = match b {
-                            b'N' => b"NaN",
-                            b'I' => b"Infinity",
-                            _ => b"-Infinity",
-                        };
-                        if rest.len() < token.len() && token.starts_with(rest) && !self.eof {
-                            // Could be the start of a token cut by the read: wait for more.
-                            self.buf = rest.to_vec();
-                            break;
-                        }
-                        if rest.starts_with(token) {
-                            self.pending.extend_from_slice(b"null");
-                            self.replaced += 1;
-                            i += token.len();
-                        } else {
-                            self.pending.push(b);
-                            i += 1;
-                        }
-                    }
-                    _ => {
-                        self.pending.push(b);
-                        i += 1;
-                    }
+                if rest.starts_with(token) {
+                    self.pending.extend_from_slice(b"null");
+                    self.replaced += 1;
+                    i += token.len();
+                } else {
+                    self.pending.push(b);
+                    i += 1;
                 }
             }
             if self.eof && i >= buf.len() {

@@ -72,7 +72,7 @@ struct Columns {
     input_lens: Option<Vec<Option<f64>>>,
     output_lens: Option<Vec<Option<f64>>>,
     ttfts: Option<Vec<Option<f64>>>,
-    itls: Option<Vec<Vec<Option<f64>>>>,
+    itls: Option<Gaps>,
     latencies: Option<Vec<Option<f64>>>,
     start_times: Option<Vec<Option<f64>>>,
     queue_times: Option<Vec<Option<f64>>>,
@@ -156,29 +156,92 @@ impl<'de> Visitor<'de> for TextColumn<'_> {
     }
 }
 
+/// `itls`, flat: request *i*'s gaps are `values[ends[i - 1]..ends[i]]`, one allocation for the
+/// whole column instead of one per request. NaN stands for `null` (JSON has no NaN, and
+/// [`PyJsonReader`] turns Python's into `null`).
+#[derive(Default)]
+struct Gaps {
+    values: Vec<f64>,
+    ends: Vec<usize>,
+}
+
+impl Gaps {
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    fn get(&self, i: usize) -> &[f64] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.values[start..self.ends[i]]
+    }
+}
+
+/// Element `index` of `itls` (an array of numbers), appended to the flat column.
+struct GapsOf<'a> {
+    values: &'a mut Vec<f64>,
+    index: usize,
+}
+
+impl<'de> DeserializeSeed<'de> for GapsOf<'_> {
+    type Value = ();
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for GapsOf<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "an array of numbers at $.itls[{}]", self.index)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let start = self.values.len();
+        loop {
+            match seq.next_element::<Option<f64>>() {
+                Ok(Some(v)) => self.values.push(v.unwrap_or(f64::NAN)),
+                Ok(None) => return Ok(()),
+                Err(e) => {
+                    let column = format!("itls[{}]", self.index);
+                    return Err(element_error(
+                        &column,
+                        self.values.len() - start,
+                        "a number",
+                        e,
+                    ));
+                }
+            }
+        }
+    }
+}
+
 /// `itls`: an array of arrays of numbers.
 struct NestedColumn;
 
 impl<'de> DeserializeSeed<'de> for NestedColumn {
-    type Value = Vec<Vec<Option<f64>>>;
+    type Value = Gaps;
     fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_seq(self)
     }
 }
 
 impl<'de> Visitor<'de> for NestedColumn {
-    type Value = Vec<Vec<Option<f64>>>;
+    type Value = Gaps;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("an array of arrays of numbers at $.itls")
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1 << 20));
+        let mut out = Gaps::default();
         loop {
-            let path = format!("itls[{}]", out.len());
-            match seq.next_element_seed(OptionalSeed(NumberColumn(&path))) {
-                Ok(Some(v)) => out.push(v.unwrap_or_default()),
+            let index = out.ends.len();
+            let seed = GapsOf {
+                values: &mut out.values,
+                index,
+            };
+            // A `null` element reads as no gaps.
+            match seq.next_element_seed(OptionalSeed(seed)) {
+                Ok(Some(_)) => out.ends.push(out.values.len()),
                 Ok(None) => return Ok(out),
-                Err(e) => return Err(element_error("itls", out.len(), "an array of numbers", e)),
+                Err(e) => return Err(element_error("itls", index, "an array of numbers", e)),
             }
         }
     }
@@ -514,7 +577,7 @@ fn to_run(
         ("input_lens", columns.input_lens.as_ref().map(Vec::len)),
         ("output_lens", columns.output_lens.as_ref().map(Vec::len)),
         ("ttfts", columns.ttfts.as_ref().map(Vec::len)),
-        ("itls", columns.itls.as_ref().map(Vec::len)),
+        ("itls", columns.itls.as_ref().map(Gaps::len)),
         ("latencies", columns.latencies.as_ref().map(Vec::len)),
         ("start_times", columns.start_times.as_ref().map(Vec::len)),
         ("queue_times", columns.queue_times.as_ref().map(Vec::len)),
@@ -605,7 +668,6 @@ fn to_run(
     let mut failed_placeholders = 0u64;
     let mut absent_values = 0u64;
     let mut requests = Vec::with_capacity(n);
-    let mut itls = columns.itls.map(Vec::into_iter);
     let mut texts = columns.generated_texts.map(Vec::into_iter);
     let mut errors = columns.errors.map(Vec::into_iter);
     for (i, start) in start_times.into_iter().enumerate() {
@@ -613,7 +675,7 @@ fn to_run(
         let error = errors.as_mut().and_then(Iterator::next).flatten();
         let ok = error.as_deref().is_none_or(str::is_empty);
         let text = texts.as_mut().and_then(Iterator::next).flatten();
-        let gaps = itls.as_mut().and_then(Iterator::next).unwrap_or_default();
+        let gaps = columns.itls.as_ref().map_or(&[][..], |g| g.get(i));
         let duration_ms = |name: &str, v: Option<f64>| -> Result<Option<f64>, ImportError> {
             match v {
                 None => Ok(None),
@@ -665,20 +727,23 @@ fn to_run(
             if let Some(first) = first_token_ms {
                 chunk_times_ms.push(first);
                 let mut at_ms = first;
-                for (j, gap) in gaps.iter().enumerate() {
-                    match gap {
-                        Some(g) if g.is_finite() && *g >= 0.0 => {
-                            at_ms += g * 1000.0;
-                            chunk_times_ms.push(at_ms);
-                        }
-                        other => {
-                            return Err(source.at(
-                                at(&format!("itls[{i}][{j}]")),
-                                Some("itls"),
-                                "a finite, non-negative number of seconds",
-                                other.map_or("null or NaN".to_owned(), |g| g.to_string()),
-                            ))
-                        }
+                for (j, &gap) in gaps.iter().enumerate() {
+                    if gap.is_finite() && gap >= 0.0 {
+                        at_ms += gap * 1000.0;
+                        chunk_times_ms.push(at_ms);
+                    } else {
+                        // NaN is a `null` (or Python's NaN) in the file.
+                        let found = if gap.is_nan() {
+                            "null or NaN".to_owned()
+                        } else {
+                            gap.to_string()
+                        };
+                        return Err(source.at(
+                            at(&format!("itls[{i}][{j}]")),
+                            Some("itls"),
+                            "a finite, non-negative number of seconds",
+                            found,
+                        ));
                     }
                 }
             }
