@@ -50,6 +50,11 @@ pub fn build_app<R: Runtime>(builder: Builder<R>, app: App) -> Builder<R> {
             commands::imports::commit_import,
             commands::imports::cancel_import,
             commands::imports::list_imports,
+            commands::analysis::check_policy,
+            commands::analysis::lock_policy,
+            commands::analysis::policy_status,
+            commands::analysis::analyze_study,
+            commands::analysis::plan_pairs,
         ])
 }
 

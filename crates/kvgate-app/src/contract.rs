@@ -16,6 +16,7 @@ use kvgate_formats::weights::{CheckpointDigest, WeightsComparison};
 use schemars::JsonSchema;
 use ts_rs::{Config, TS};
 
+use crate::analysis::{LockPolicyInput, PolicyStatus, StudyAnalysis};
 use crate::fixtures::{GenerateFixtures, LoadedCorpus};
 use crate::imports::{ImportEvent, ImportInput, ImportPreview, ImportSummary};
 use crate::llm::LocalServer;
@@ -69,6 +70,11 @@ pub fn write_bindings(dir: &Path) -> Result<(), String> {
     one::<ImportPreview>(&cfg)?;
     one::<ImportSummary>(&cfg)?;
     one::<ImportEvent>(&cfg)?;
+    one::<LockPolicyInput>(&cfg)?;
+    one::<PolicyStatus>(&cfg)?;
+    one::<kvgate_core::policy::PolicyProblem>(&cfg)?;
+    one::<StudyAnalysis>(&cfg)?;
+    one::<kvgate_core::stats::PairsPlan>(&cfg)?;
     Ok(())
 }
 
@@ -88,6 +94,8 @@ pub fn write_schemas(dir: &Path) -> Result<(), String> {
     one::<CorpusMeta>(dir, "corpus.schema.json")?;
     one::<Verdict>(dir, "verdict.schema.json")?;
     one::<kvgate_core::run::RequestRecord>(dir, "run-record.schema.json")?;
+    one::<kvgate_core::policy::Policy>(dir, "policy.schema.json")?;
+    one::<StudyAnalysis>(dir, "analysis.schema.json")?;
     Ok(())
 }
 

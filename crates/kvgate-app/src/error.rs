@@ -15,6 +15,8 @@ pub enum ErrorCode {
     Storage,
     /// The user cancelled the action; nothing of it was stored.
     Cancelled,
+    /// The study has no locked acceptance policy, so its results stay hidden.
+    PolicyNotLocked,
     Internal,
 }
 

@@ -6,6 +6,7 @@
 //! returns IPC-ready types and errors. It must not print, parse command lines, know about Tauri,
 //! or implement a rule of the product (rules live in `kvgate-core`).
 
+pub mod analysis;
 pub mod contract;
 mod error;
 pub mod fixtures;

@@ -19,6 +19,8 @@ const DEMO_MANIFESTS: [&str; 2] = [
     include_str!("../../../fixtures/manifests/smollm2-135m-cpu-b0.json"),
     include_str!("../../../fixtures/manifests/smollm2-135m-cpu-q8.json"),
 ];
+/// The demo's acceptance policy, locked when the demo is seeded, before its runs are imported.
+const DEMO_POLICY: &str = include_str!("../../../fixtures/policies/demo-cpu.json");
 const DEMO_RUNS: [(&str, &str); 2] = [
     (
         "fixtures/demo/runs/b0-f16.kvgate-run.jsonl",
@@ -96,6 +98,12 @@ impl App {
                     .map_err(|e| AppError::new(crate::ErrorCode::Internal, e.to_string()))?;
                 self.freeze_manifest(study.id, &draft.cell, &digest).await?;
             }
+            self.lock_policy(crate::analysis::LockPolicyInput {
+                study_id: study.id,
+                policy_json: DEMO_POLICY.into(),
+                locked_by: "KV Gate demo seed".into(),
+            })
+            .await?;
             for (name, text) in DEMO_RUNS {
                 self.import_run_file(study.id, name, text, "recorded")
                     .await?;

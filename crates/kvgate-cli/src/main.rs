@@ -7,7 +7,9 @@ mod imports;
 mod kv_capacity;
 mod llm;
 mod manifests;
+mod policy;
 mod runs;
+mod stats;
 mod studies;
 mod validate;
 mod weights;
@@ -43,6 +45,9 @@ enum Command {
     Manifest(manifests::ManifestCommand),
     /// The KV memory model: payload bytes and the optional terms, token capacity for a budget
     KvCapacity(kv_capacity::KvCapacityArgs),
+    /// Paired statistics from counts: Δ, exact McNemar p, Tango's interval, non-inferiority verdict
+    #[command(subcommand)]
+    Stats(stats::StatsCommand),
     /// Generate, show and cross-check paired quality fixture corpora (synthetic)
     #[command(subcommand)]
     Fixtures(fixtures::FixturesCommand),
@@ -63,6 +68,11 @@ enum Command {
     /// Import files other tools wrote (vLLM bench, GuideLLM, AIPerf, inference-perf,
     /// Prometheus, startup logs, KV Gate JSONL, CSV/Parquet) into one cell, atomically
     Import(imports::ImportArgs),
+    /// The acceptance policy: lock it before results, show its versions, check a file
+    #[command(subcommand)]
+    Policy(policy::PolicyCommand),
+    /// Analyze a study under its locked policy: latency, useful goodput, paired statistics, decision
+    Analyze(policy::AnalyzeArgs),
 }
 
 /// How a command ended when it did not fail outright.
@@ -98,6 +108,7 @@ async fn run(cli: Cli) -> Result<Outcome, AppError> {
     // Commands on files alone never open (or create) a database.
     let command = match cli.command {
         Command::KvCapacity(args) => return kv_capacity::run(args),
+        Command::Stats(cmd) => return stats::run(cmd),
         Command::Fixtures(cmd) => return fixtures::run(cmd),
         Command::Validate(args) => return validate::run(args),
         Command::Weights(cmd) => return weights::run(cmd),
@@ -113,6 +124,7 @@ async fn run(cli: Cli) -> Result<Outcome, AppError> {
         Command::Study(cmd) => studies::run(&app, cmd).await.map(|()| Outcome::Success),
         Command::Manifest(cmd) => manifests::run(&app, cmd).await,
         Command::KvCapacity(args) => kv_capacity::run(args),
+        Command::Stats(cmd) => stats::run(cmd),
         Command::Fixtures(cmd) => fixtures::run(cmd),
         Command::Validate(args) => validate::run(args),
         Command::Weights(cmd) => weights::run(cmd),
@@ -120,6 +132,8 @@ async fn run(cli: Cli) -> Result<Outcome, AppError> {
         Command::Run(cmd) => runs::run(&app, cmd).await,
         Command::Llm(cmd) => llm::run(&app, cmd).await,
         Command::Import(args) => imports::run(&app, args).await,
+        Command::Policy(cmd) => policy::run(&app, cmd).await,
+        Command::Analyze(args) => policy::analyze(&app, args).await,
     };
     app.close().await;
     result

@@ -5,13 +5,16 @@
 //! Every rule of the product lives here so that a rule change touches this crate only; the
 //! other crates feed it data and store what it returns.
 
+pub mod analysis;
 pub mod canonical;
 pub mod compat;
 pub mod fixtures;
 pub mod kv_capacity;
 pub mod manifest;
 pub mod metrics;
+pub mod policy;
 pub mod run;
+pub mod stats;
 pub mod study;
 pub mod test_cell;
 pub mod validator;

@@ -9,6 +9,8 @@
 mod error;
 mod imports;
 mod manifests;
+mod measured;
+mod policies;
 mod runs;
 mod settings;
 mod studies;
@@ -16,6 +18,8 @@ mod studies;
 pub use error::StoreError;
 pub use imports::{AggregateRow, ImportRecord, ImportedRun, NewImport};
 pub use manifests::ManifestRecord;
+pub use measured::MeasuredRequest;
+pub use policies::PolicyRecord;
 pub use runs::{
     MetricScrapeRow, NewRun, RequestRowSource, RunEvidence, RunKind, RunRecord, RunState,
     StoredRequest,

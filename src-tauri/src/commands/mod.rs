@@ -1,5 +1,6 @@
 //! Tauri commands grouped by user task; each forwards to one `kvgate-app` action.
 
+pub mod analysis;
 pub mod app;
 pub mod fixtures;
 pub mod imports;

@@ -1,5 +1,6 @@
 //! Service-layer tests against real SQLite files.
 
+mod analysis;
 mod answer_server;
 mod contract;
 mod imports;

@@ -117,6 +117,16 @@ async fn default_database_is_seeded_once_with_the_labelled_recorded_demo() {
             ("Q8".to_owned(), "23.91".to_owned(), "q8_0".to_owned())
         ]
     );
+    // Its policy was locked before the runs were imported, so the analysis is shown and the
+    // policy is not marked as changed after results.
+    let policy = app.policy_status(demo.id).await.unwrap();
+    assert_eq!(policy.versions.len(), 1);
+    assert_eq!(policy.versions[0].runs_at_lock, 0);
+    assert!(!policy.changed_after_results);
+    let analysis = app.analyze(demo.id).await.unwrap();
+    assert_eq!(analysis.measured_requests, 48);
+    assert!(analysis.provenance_label.contains("stand-in"));
+    assert!(analysis.body.cells.iter().all(|c| c.valid));
     app.close().await;
 
     // Reopening does not seed again, even when the demo was renamed.

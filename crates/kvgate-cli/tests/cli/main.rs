@@ -1,10 +1,12 @@
 //! Round trips through the real `kvgate` binary against temporary database files.
 
+mod analysis;
 mod evidence;
 mod fixtures;
 mod imports;
 mod manifests;
 mod runs;
+mod stats;
 mod weights;
 
 use std::path::Path;

@@ -3,4 +3,4 @@
 /**
  * The kind of failure, so a shell can choose how to present it.
  */
-export type ErrorCode = "invalid_input" | "not_found" | "conflict" | "storage" | "cancelled" | "internal";
+export type ErrorCode = "invalid_input" | "not_found" | "conflict" | "storage" | "cancelled" | "policy_not_locked" | "internal";

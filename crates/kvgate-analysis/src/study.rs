@@ -1,0 +1,169 @@
+//! Loads a study's stored evidence into the analysis input of `kvgate-core`.
+//!
+//! Cells are the study's frozen manifests. A cell is valid when at least one of its runs carries
+//! compatibility evidence and none of that evidence shows a problem; otherwise it is invalid and
+//! gets no score. Runs still in progress are left out; every other run, whatever its end, counts.
+
+use std::collections::HashMap;
+
+use kvgate_core::analysis::{
+    CapacityEvidence, CellInput, RequestRow, RunInput, RunKind, StudyInput,
+};
+use kvgate_core::compat::{CellValidity, ObservedEngine};
+use kvgate_core::metrics::{CanonicalMetric, MetricSummary};
+use kvgate_core::policy::ItemStrata;
+use kvgate_core::test_cell::TestCell;
+use kvgate_store::{RunState, Store, StoreError};
+use serde_json::Value;
+
+/// Why a study could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("manifest of cell `{cell}`: {reason}")]
+    Manifest { cell: String, reason: String },
+}
+
+fn max_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.max(y)),
+        (x, None) => x,
+        (None, y) => y,
+    }
+}
+
+/// Reads every frozen cell of a study with its finished runs, evidence and measured requests.
+pub async fn load_study(store: &Store, study_id: i64) -> Result<StudyInput, LoadError> {
+    let manifests = store.list_manifests(study_id).await?;
+    let runs = store.list_runs(study_id).await?;
+    let mut cells: Vec<CellInput> = Vec::new();
+    let mut cell_of_manifest: HashMap<i64, usize> = HashMap::new();
+    for m in manifests.iter().filter(|m| m.is_frozen()) {
+        let test_cell = TestCell::from_name(&m.cell).map_err(|e| LoadError::Manifest {
+            cell: m.cell.clone(),
+            reason: e.to_string(),
+        })?;
+        cell_of_manifest.insert(m.id, cells.len());
+        cells.push(CellInput {
+            cell: m.cell.clone(),
+            test_cell,
+            manifest_sha256: m.digest.clone().unwrap_or_default(),
+            invalid_reasons: Vec::new(),
+            runs: Vec::new(),
+            capacity: CapacityEvidence::default(),
+        });
+    }
+    let mut evidence_seen = vec![false; cells.len()];
+    let mut run_slot: HashMap<i64, (usize, usize)> = HashMap::new();
+    for run in runs.iter().filter(|r| r.state != RunState::Running) {
+        let Some(&ci) = cell_of_manifest.get(&run.manifest_id) else {
+            continue;
+        };
+        let cell = &mut cells[ci];
+        for e in store.run_evidence(run.id).await? {
+            match e.kind.as_str() {
+                "compatibility" => {
+                    let v: Value = serde_json::from_str(&e.text).unwrap_or(Value::Null);
+                    match serde_json::from_value::<CellValidity>(v["validity"].clone()) {
+                        Ok(validity) => {
+                            evidence_seen[ci] = true;
+                            for p in validity.problems {
+                                let reason = format!("run {}: {p}", run.id);
+                                if !cell.invalid_reasons.contains(&reason) {
+                                    cell.invalid_reasons.push(reason);
+                                }
+                            }
+                        }
+                        Err(err) => cell.invalid_reasons.push(format!(
+                            "run {}: compatibility evidence {} cannot be read: {err}",
+                            run.id, e.source_name
+                        )),
+                    }
+                    if let Ok(observed) =
+                        serde_json::from_value::<ObservedEngine>(v["observed"].clone())
+                    {
+                        let cap = &mut cell.capacity;
+                        cap.engine_kv_tokens = cap.engine_kv_tokens.or(observed.kv_cache_tokens);
+                        cap.engine_kv_mib = cap.engine_kv_mib.or(observed.kv_cache_mib);
+                    }
+                }
+                "metrics" => {
+                    if let Ok(summary) = serde_json::from_str::<MetricSummary>(&e.text) {
+                        let cap = &mut cell.capacity;
+                        let gauge = |m| summary.gauges.get(&m).map(|g| g.max);
+                        cap.kv_usage_max =
+                            max_opt(cap.kv_usage_max, gauge(CanonicalMetric::KvCacheUsage));
+                        cap.waiting_max =
+                            max_opt(cap.waiting_max, gauge(CanonicalMetric::RequestsWaiting));
+                        cap.running_max =
+                            max_opt(cap.running_max, gauge(CanonicalMetric::RequestsRunning));
+                        if let Some(inc) = summary
+                            .counters
+                            .get(&CanonicalMetric::PreemptionsTotal)
+                            .and_then(|c| c.increase)
+                        {
+                            cap.preemptions_delta =
+                                Some(cap.preemptions_delta.unwrap_or(0.0) + inc);
+                        }
+                        if !cap.runs.contains(&run.id) {
+                            cap.runs.push(run.id);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        let kind = match run.kind {
+            kvgate_store::RunKind::Quality => RunKind::Quality,
+            kvgate_store::RunKind::Load => RunKind::Load,
+        };
+        run_slot.insert(run.id, (ci, cell.runs.len()));
+        cell.runs.push(RunInput {
+            run_id: run.id,
+            kind,
+            requests: Vec::new(),
+        });
+    }
+    for (ci, cell) in cells.iter_mut().enumerate() {
+        if !evidence_seen[ci] && cell.invalid_reasons.is_empty() {
+            cell.invalid_reasons
+                .push("invalid — compatibility evidence missing: no run of this cell carries startup evidence".into());
+        }
+    }
+    let mut items: Vec<(String, Option<ItemStrata>)> = Vec::new();
+    let mut item_index: HashMap<String, u32> = HashMap::new();
+    let mut last: Option<(i64, usize, usize)> = None;
+    store
+        .for_each_measured_request(study_id, |q| {
+            let slot = match last {
+                Some((id, ci, ri)) if id == q.run_id => Some((ci, ri)),
+                _ => run_slot.get(&q.run_id).copied(),
+            };
+            let Some((ci, ri)) = slot else { return };
+            last = Some((q.run_id, ci, ri));
+            let item = q.item_id.map(|id| match item_index.get(&id) {
+                Some(&i) => i,
+                None => {
+                    let i = items.len() as u32;
+                    items.push((id.clone(), ItemStrata::from_item_id(&id)));
+                    item_index.insert(id, i);
+                    i
+                }
+            });
+            cells[ci].runs[ri].requests.push(RequestRow {
+                item,
+                repeat: q.repeat,
+                status: q.status,
+                planned_ms: q.planned_arrival_ms,
+                dispatch_ms: q.dispatch_ms,
+                first_token_ms: q.first_token_ms,
+                finish_ms: q.finish_ms,
+                prompt_tokens: q.prompt_tokens,
+                completion_tokens: q.completion_tokens,
+                accepted: q.accepted,
+            });
+        })
+        .await?;
+    Ok(StudyInput { items, cells })
+}

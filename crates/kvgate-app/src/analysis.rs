@@ -1,0 +1,183 @@
+//! User actions on the acceptance policy and the analysis: validate, lock and show the policy;
+//! analyze a study under its locked policy.
+//!
+//! No result of a study is shown before its policy is locked: [`App::analyze`] refuses with
+//! [`ErrorCode::PolicyNotLocked`], and the screens say why.
+
+use kvgate_core::analysis::{analyze, AnalysisBody};
+use kvgate_core::policy::{LockedPolicy, Policy, PolicyProblem};
+use kvgate_core::study::Provenance;
+use kvgate_store::PolicyRecord;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+use crate::{App, AppError, ErrorCode};
+
+/// Longest signer name accepted, in characters.
+pub const MAX_AUTHOR_CHARS: usize = 120;
+
+/// What locking a policy takes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
+pub struct LockPolicyInput {
+    #[ts(type = "number")]
+    pub study_id: i64,
+    /// The policy JSON as authored (schemas/policy.schema.json).
+    pub policy_json: String,
+    /// Who locks it.
+    pub locked_by: String,
+}
+
+/// The policy state of a study: every locked version, newest last.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
+pub struct PolicyStatus {
+    #[ts(type = "number")]
+    pub study_id: i64,
+    /// The version in force (the newest), if any.
+    pub current: Option<LockedPolicy>,
+    pub versions: Vec<LockedPolicy>,
+    /// True when any version replaced another after results existed; shown permanently.
+    pub changed_after_results: bool,
+}
+
+/// The analysis of a study, with the policy and evidence it was computed from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
+pub struct StudyAnalysis {
+    #[ts(type = "number")]
+    pub study_id: i64,
+    pub study_name: String,
+    pub provenance: Provenance,
+    /// "synthetic" / stand-in label of the study's data, shown with every figure.
+    pub provenance_label: String,
+    pub policy_version: i64,
+    pub policy_sha256: String,
+    pub policy_locked_at: String,
+    pub policy_locked_by: String,
+    pub policy_changed_after_results: bool,
+    /// Measured requests read.
+    #[ts(type = "number")]
+    pub measured_requests: u64,
+    #[serde(flatten)]
+    pub body: AnalysisBody,
+}
+
+fn problems_message(problems: &[PolicyProblem]) -> String {
+    let lines: Vec<String> = problems.iter().map(|p| format!("- {p}")).collect();
+    format!("the policy cannot be locked:\n{}", lines.join("\n"))
+}
+
+fn locked(record: PolicyRecord) -> Result<LockedPolicy, AppError> {
+    let policy: Policy = serde_json::from_str(&record.policy_json).map_err(|e| {
+        AppError::storage(format!(
+            "policy version {} of study {} cannot be read back: {e}",
+            record.version, record.study_id
+        ))
+    })?;
+    Ok(LockedPolicy {
+        study_id: record.study_id,
+        version: record.version,
+        policy,
+        sha256: record.sha256,
+        locked_at: record.locked_at,
+        locked_by: record.locked_by,
+        runs_at_lock: record.runs_at_lock,
+        changed_after_results: record.changed_after_results,
+    })
+}
+
+impl App {
+    /// Checks a policy as authored; every problem with its JSON path, empty when it may be locked.
+    pub fn check_policy(&self, policy_json: &str) -> Vec<PolicyProblem> {
+        match Policy::from_json_text(policy_json) {
+            Ok(_) => Vec::new(),
+            Err(problems) => problems,
+        }
+    }
+
+    /// Locks the study's next policy version: canonical JSON, sha256, time and author.
+    pub async fn lock_policy(&self, input: LockPolicyInput) -> Result<LockedPolicy, AppError> {
+        self.open_study(input.study_id).await?;
+        let by = input.locked_by.trim();
+        if by.is_empty() || by.chars().count() > MAX_AUTHOR_CHARS {
+            return Err(AppError::new(
+                ErrorCode::InvalidInput,
+                format!(
+                    "field `locked_by`: expected a name of 1 to {MAX_AUTHOR_CHARS} characters, found {:?}",
+                    input.locked_by
+                ),
+            ));
+        }
+        let policy = Policy::from_json_text(&input.policy_json)
+            .map_err(|p| AppError::new(ErrorCode::InvalidInput, problems_message(&p)))?;
+        let record = self
+            .store
+            .lock_policy(
+                input.study_id,
+                &policy.canonical_json(),
+                &policy.sha256(),
+                by,
+            )
+            .await?;
+        locked(record)
+    }
+
+    /// Every locked policy version of a study.
+    pub async fn policy_status(&self, study_id: i64) -> Result<PolicyStatus, AppError> {
+        self.open_study(study_id).await?;
+        let versions = self
+            .store
+            .policy_versions(study_id)
+            .await?
+            .into_iter()
+            .map(locked)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(PolicyStatus {
+            study_id,
+            current: versions.last().cloned(),
+            changed_after_results: versions.iter().any(|v| v.changed_after_results),
+            versions,
+        })
+    }
+
+    /// Analyzes the study under its locked policy; refused until a policy is locked.
+    pub async fn analyze(&self, study_id: i64) -> Result<StudyAnalysis, AppError> {
+        let study = self.open_study(study_id).await?;
+        let status = self.policy_status(study_id).await?;
+        let Some(current) = status.current else {
+            return Err(AppError::new(
+                ErrorCode::PolicyNotLocked,
+                format!(
+                    "study `{}` has no locked acceptance policy: results stay hidden until the \
+                     service owner locks one (Policy screen, or `kvgate policy lock`)",
+                    study.name
+                ),
+            ));
+        };
+        let input = kvgate_analysis::study::load_study(&self.store, study_id)
+            .await
+            .map_err(|e| match e {
+                kvgate_analysis::study::LoadError::Store(s) => AppError::from(s),
+                other => AppError::new(ErrorCode::InvalidInput, other.to_string()),
+            })?;
+        let measured_requests = input
+            .cells
+            .iter()
+            .flat_map(|c| &c.runs)
+            .map(|r| r.requests.len() as u64)
+            .sum();
+        let body = analyze(&current.policy, &input);
+        Ok(StudyAnalysis {
+            study_id,
+            study_name: study.name,
+            provenance: study.provenance,
+            provenance_label: study.provenance.label().to_owned(),
+            policy_version: current.version,
+            policy_sha256: current.sha256,
+            policy_locked_at: current.locked_at,
+            policy_locked_by: current.locked_by,
+            policy_changed_after_results: status.changed_after_results,
+            measured_requests,
+            body,
+        })
+    }
+}

@@ -1,0 +1,245 @@
+//! The acceptance policy and the analysis over real recorded runs (the demo's llama.cpp f16 and
+//! q8_0 quality passes), against an independent count made from the run details.
+
+use std::collections::HashMap;
+
+use kvgate_app::analysis::LockPolicyInput;
+use kvgate_app::imports::ImportInput;
+use kvgate_app::{App, DbLocation, ErrorCode};
+use kvgate_core::analysis::{StratumKind, SuggestedOutcome};
+use kvgate_core::policy::Policy;
+use kvgate_core::stats::PairedVerdict;
+use kvgate_core::study::NewStudy;
+use kvgate_formats::import::ImportFormat;
+
+const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../");
+
+const POLICY: &str = r#"{
+  "classes": [{"name": "short", "max_input_tokens": 1023, "slo": {"ttft_ms": 5000, "e2e_ms": 60000}},
+              {"name": "long", "max_input_tokens": 2047, "slo": {"e2e_ms": 90000}}],
+  "goodput": {"interval_s": 600, "drain_s": 60},
+  "alpha": 0.05,
+  "segments": [{"name": "de", "filter": {"language": "de"}, "floor": 0.1, "margin": 0.1, "protected": true},
+               {"name": "numeric", "filter": {"task_type": "numeric"}, "margin": 0.1, "protected": true},
+               {"name": "absent", "filter": {"answer_kind": "absent"}, "margin": 0.2, "protected": false}]
+}"#;
+
+async fn study_with_demo_runs(dir: &tempfile::TempDir) -> (App, i64) {
+    let app = App::open(DbLocation::Path(dir.path().join("ws.sqlite")))
+        .await
+        .unwrap();
+    let study = app
+        .create_study(NewStudy {
+            name: "analysis".into(),
+            description: String::new(),
+        })
+        .await
+        .unwrap();
+    for file in ["smollm2-135m-cpu-b0.json", "smollm2-135m-cpu-q8.json"] {
+        let text = std::fs::read_to_string(format!("{ROOT}fixtures/manifests/{file}")).unwrap();
+        let draft = app.save_manifest_draft(study.id, &text).await.unwrap();
+        let digest = kvgate_core::manifest::Manifest::from_json(&text)
+            .unwrap()
+            .digest()
+            .unwrap();
+        app.freeze_manifest(study.id, &draft.cell, &digest)
+            .await
+            .unwrap();
+    }
+    (app, study.id)
+}
+
+async fn import_demo(app: &App, study_id: i64) {
+    for (cell, file) in [("B0", "b0-f16"), ("Q8", "q8-q8_0")] {
+        app.import_file(
+            ImportInput {
+                study_id,
+                cell: cell.into(),
+                format: ImportFormat::Jsonl,
+                path: format!("{ROOT}fixtures/demo/runs/{file}.kvgate-run.jsonl"),
+                mapping: None,
+                job: None,
+            },
+            |_| {},
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{file}: {}", e.message));
+    }
+}
+
+fn lock(study_id: i64, text: &str) -> LockPolicyInput {
+    LockPolicyInput {
+        study_id,
+        policy_json: text.into(),
+        locked_by: "service owner".into(),
+    }
+}
+
+#[tokio::test]
+async fn results_stay_hidden_until_the_policy_is_locked_and_a_later_change_is_marked() {
+    let dir = tempfile::tempdir().unwrap();
+    let (app, sid) = study_with_demo_runs(&dir).await;
+    let err = app.analyze(sid).await.unwrap_err();
+    assert_eq!(err.code, ErrorCode::PolicyNotLocked, "{}", err.message);
+    assert!(
+        err.message.contains("results stay hidden"),
+        "{}",
+        err.message
+    );
+
+    // A bad policy is refused with every path, and nothing is locked.
+    let bad = POLICY
+        .replace("\"alpha\": 0.05", "\"alpha\": 0.7")
+        .replace("1023", "-1");
+    let err = app.lock_policy(lock(sid, &bad)).await.unwrap_err();
+    assert_eq!(err.code, ErrorCode::InvalidInput);
+    assert!(err.message.contains("max_input_tokens"), "{}", err.message);
+    let bad = POLICY.replace("\"alpha\": 0.05", "\"alpha\": 0.7");
+    let err = app.lock_policy(lock(sid, &bad)).await.unwrap_err();
+    assert!(
+        err.message
+            .contains("alpha: expected a significance level in (0, 0.5), found 0.7"),
+        "{}",
+        err.message
+    );
+    assert!(app.policy_status(sid).await.unwrap().versions.is_empty());
+
+    let v1 = app.lock_policy(lock(sid, POLICY)).await.unwrap();
+    assert_eq!(v1.version, 1);
+    assert_eq!(v1.sha256, Policy::from_json_text(POLICY).unwrap().sha256());
+    assert_eq!(v1.runs_at_lock, 0);
+    assert!(!v1.changed_after_results);
+    // Locking the same policy again changes nothing.
+    let err = app.lock_policy(lock(sid, POLICY)).await.unwrap_err();
+    assert_eq!(err.code, ErrorCode::Conflict, "{}", err.message);
+
+    import_demo(&app, sid).await;
+    let a = app.analyze(sid).await.unwrap();
+    assert_eq!(a.policy_version, 1);
+    assert!(!a.policy_changed_after_results);
+
+    // A change after results exist is a new version, marked for good.
+    let changed = POLICY.replace(
+        "\"margin\": 0.1, \"protected\": true}",
+        "\"margin\": 0.3, \"protected\": true}",
+    );
+    let v2 = app.lock_policy(lock(sid, &changed)).await.unwrap();
+    assert_eq!(v2.version, 2);
+    assert_eq!(v2.runs_at_lock, 2);
+    assert!(v2.changed_after_results);
+    let status = app.policy_status(sid).await.unwrap();
+    assert_eq!(status.versions.len(), 2);
+    assert!(status.changed_after_results);
+    assert_eq!(status.current.unwrap().version, 2);
+    let a = app.analyze(sid).await.unwrap();
+    assert_eq!(a.policy_version, 2);
+    assert!(a.policy_changed_after_results);
+
+    // The database itself refuses to alter or remove a locked version.
+    let pool = app.store().pool();
+    let e = sqlx::query("UPDATE policies SET locked_by = 'someone else' WHERE version = 1")
+        .execute(pool)
+        .await
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("a locked policy never changes"),
+        "{e}"
+    );
+    let e = sqlx::query("DELETE FROM policies WHERE version = 2")
+        .execute(pool)
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("never deleted"), "{e}");
+}
+
+#[tokio::test]
+async fn the_analysis_of_the_recorded_runs_agrees_with_an_independent_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let (app, sid) = study_with_demo_runs(&dir).await;
+    app.lock_policy(lock(sid, POLICY)).await.unwrap();
+    import_demo(&app, sid).await;
+    let a = app.analyze(sid).await.unwrap();
+    assert_eq!(a.body.classes, ["short", "long"]);
+    let cells: Vec<&str> = a.body.cells.iter().map(|c| c.cell.as_str()).collect();
+    assert_eq!(cells, ["B0", "Q8"]);
+
+    // Independent count from the run details: first verdict per item per cell.
+    let mut first: HashMap<String, HashMap<String, bool>> = HashMap::new();
+    let mut offered: HashMap<String, u64> = HashMap::new();
+    let mut measured = 0u64;
+    for run in app.list_runs(sid).await.unwrap() {
+        let detail = app.run_detail(run.id).await.unwrap();
+        let per_item = first.entry(run.cell.clone()).or_default();
+        let mut rows: Vec<_> = detail.requests.iter().filter(|r| !r.warmup).collect();
+        rows.sort_by_key(|r| (r.repeat, r.record.index));
+        for r in rows {
+            measured += 1;
+            *offered.entry(run.cell.clone()).or_default() += 1;
+            if let (Some(item), Some(v)) = (&r.record.item_id, &r.verdict) {
+                per_item.entry(item.clone()).or_insert(v.accepted);
+            }
+        }
+    }
+    assert_eq!(a.measured_requests, measured);
+    let (b0, q8) = (&first["B0"], &first["Q8"]);
+    let (mut n, mut b, mut c) = (0u64, 0u64, 0u64);
+    let (mut n_de, mut b_de, mut c_de) = (0u64, 0u64, 0u64);
+    for (item, &x) in b0 {
+        let Some(&y) = q8.get(item) else { continue };
+        n += 1;
+        b += u64::from(x && !y);
+        c += u64::from(!x && y);
+        if item.split('-').nth(2) == Some("de") {
+            n_de += 1;
+            b_de += u64::from(x && !y);
+            c_de += u64::from(!x && y);
+        }
+    }
+    assert!(n > 0);
+    let q8_cell = &a.body.cells[1];
+    assert_eq!(q8_cell.requests.offered, offered["Q8"]);
+    assert!(q8_cell.valid, "{:?}", q8_cell.invalid_reasons);
+    let overall = &q8_cell.paired[0];
+    assert_eq!(
+        (overall.stratum.as_str(), overall.kind),
+        ("overall", StratumKind::Overall)
+    );
+    assert_eq!((overall.n, overall.b, overall.c), (n, b, c));
+    let de = q8_cell.paired.iter().find(|p| p.stratum == "de").unwrap();
+    assert!(de.protected);
+    assert_eq!((de.n, de.b, de.c), (n_de, b_de, c_de));
+    // Bonferroni over the two protected segments, Holm on their p-values.
+    assert_eq!(de.alpha, 0.025);
+    assert!((de.level - 0.95).abs() < 1e-12);
+    assert!(de.mcnemar_p_holm.unwrap() >= de.mcnemar_p);
+    let absent = q8_cell
+        .paired
+        .iter()
+        .find(|p| p.stratum == "absent")
+        .unwrap();
+    assert!(!absent.protected && absent.mcnemar_p_holm.is_none());
+    assert_eq!(absent.alpha, 0.05);
+    for p in &q8_cell.paired {
+        let expected = match (p.ci_low, p.ci_high) {
+            (Some(lo), _) if lo > -p.margin => PairedVerdict::NonInferior,
+            (_, Some(hi)) if hi < -p.margin => PairedVerdict::Inferior,
+            _ => PairedVerdict::CollectMoreEvidence,
+        };
+        assert_eq!(p.verdict, expected, "{}", p.stratum);
+    }
+    // B0 is the rollback target; Q8 is a named intervention judged by the gates.
+    assert_eq!(a.body.cells[0].decision.outcome, SuggestedOutcome::Baseline);
+    assert!(a.body.cells[0].paired.is_empty());
+    assert!(q8_cell.decision.table_decision.is_none());
+    assert_ne!(q8_cell.decision.outcome, SuggestedOutcome::Baseline);
+    assert!(!q8_cell.decision.rules.is_empty());
+    // Latency counts only `ok` requests of the class, and every class bucket is accounted for.
+    let ok_total: u64 = q8_cell.latency.values().map(|l| l.count).sum();
+    assert_eq!(ok_total, q8_cell.requests.completed);
+    let cohort: u64 = q8_cell.goodput.values().map(|g| g.cohort).sum();
+    assert!(cohort <= q8_cell.requests.offered && cohort > 0);
+    for g in q8_cell.goodput.values() {
+        assert!(!g.slo_only, "quality runs carry verdicts");
+        assert!(g.good <= g.cohort);
+    }
+}

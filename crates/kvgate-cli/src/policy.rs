@@ -1,0 +1,227 @@
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+use kvgate_app::{App, AppError, ErrorCode};
+use kvgate_core::policy::LockedPolicy;
+
+use crate::{print_json, Outcome};
+
+#[derive(Debug, Subcommand)]
+pub enum PolicyCommand {
+    /// Lock the acceptance policy of a study (a change locks the next version); prints its sha256
+    Lock {
+        /// Name of the study
+        #[arg(long)]
+        study: String,
+        /// The policy JSON (schemas/policy.schema.json)
+        #[arg(long)]
+        file: PathBuf,
+        /// Who locks it
+        #[arg(long)]
+        by: String,
+        /// Print the locked policy as JSON
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show the study's locked policy and every earlier version
+    Show {
+        #[arg(long)]
+        study: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check a policy file without locking it
+    Check { file: PathBuf },
+}
+
+fn read(file: &PathBuf) -> Result<String, AppError> {
+    std::fs::read_to_string(file).map_err(|e| {
+        AppError::new(
+            ErrorCode::InvalidInput,
+            format!("{}: cannot read the policy file: {e}", file.display()),
+        )
+    })
+}
+
+fn print_version(v: &LockedPolicy) {
+    println!(
+        "version {}  sha256 {}  locked {} by {}  ({} runs with results existed)",
+        v.version, v.sha256, v.locked_at, v.locked_by, v.runs_at_lock
+    );
+    if v.changed_after_results {
+        println!("  CHANGED AFTER RESULTS EXISTED: this version replaced an earlier one");
+    }
+}
+
+pub async fn run(app: &App, cmd: PolicyCommand) -> Result<Outcome, AppError> {
+    match cmd {
+        PolicyCommand::Lock {
+            study,
+            file,
+            by,
+            json,
+        } => {
+            let study = app.study_by_name(&study).await?;
+            let text = read(&file)?;
+            let locked = app
+                .lock_policy(kvgate_app::analysis::LockPolicyInput {
+                    study_id: study.id,
+                    policy_json: text,
+                    locked_by: by,
+                })
+                .await
+                .map_err(|e| AppError::new(e.code, format!("{}: {}", file.display(), e.message)))?;
+            if json {
+                print_json(&locked)?;
+            } else {
+                println!("{}", locked.sha256);
+                print_version(&locked);
+            }
+            Ok(Outcome::Success)
+        }
+        PolicyCommand::Show { study, json } => {
+            let study = app.study_by_name(&study).await?;
+            let status = app.policy_status(study.id).await?;
+            if json {
+                print_json(&status)?;
+                return Ok(Outcome::Success);
+            }
+            match &status.current {
+                None => println!(
+                    "study `{}` has no locked policy: its results stay hidden until one is locked",
+                    study.name
+                ),
+                Some(current) => {
+                    println!("{}", current.policy.canonical_json());
+                    for v in &status.versions {
+                        print_version(v);
+                    }
+                }
+            }
+            Ok(Outcome::Success)
+        }
+        PolicyCommand::Check { file } => {
+            let problems = app.check_policy(&read(&file)?);
+            if problems.is_empty() {
+                println!("{}: a valid policy", file.display());
+                Ok(Outcome::Success)
+            } else {
+                for p in &problems {
+                    println!("{}: {p}", file.display());
+                }
+                Ok(Outcome::Failure(1))
+            }
+        }
+    }
+}
+
+/// `kvgate analyze`
+#[derive(Debug, Args)]
+pub struct AnalyzeArgs {
+    /// Name of the study
+    #[arg(long)]
+    study: String,
+    /// Print the whole analysis as one JSON document (schemas/analysis.schema.json)
+    #[arg(long)]
+    json: bool,
+}
+
+fn num(v: Option<f64>) -> String {
+    v.map_or_else(
+        || "absent".into(),
+        |x| {
+            format!("{x:.6}")
+                .trim_end_matches('0')
+                .trim_end_matches('.')
+                .to_owned()
+        },
+    )
+}
+
+pub async fn analyze(app: &App, args: AnalyzeArgs) -> Result<Outcome, AppError> {
+    let study = app.study_by_name(&args.study).await?;
+    let a = app.analyze(study.id).await?;
+    if args.json {
+        print_json(&a)?;
+        return Ok(Outcome::Success);
+    }
+    println!("study {} ({})", a.study_name, a.provenance_label);
+    println!(
+        "policy version {} sha256 {} locked {} by {}",
+        a.policy_version, a.policy_sha256, a.policy_locked_at, a.policy_locked_by
+    );
+    if a.policy_changed_after_results {
+        println!("WARNING: the policy changed after results existed");
+    }
+    if let Some(nf) = &a.body.noise_floor {
+        println!(
+            "noise floor (B0 vs B0): n {} flips {} ({})",
+            nf.n,
+            nf.b + nf.c,
+            num(Some(nf.flip_rate))
+        );
+    }
+    for c in &a.body.cells {
+        println!();
+        println!("cell {}  manifest {}", c.cell, c.manifest_sha256);
+        let r = &c.requests;
+        println!(
+            "  requests offered {} completed {} failed {} rejected {} timeout {} unfinished {} accepted {}/{}",
+            r.offered, r.completed, r.failed, r.rejected, r.timeout, r.unfinished, r.accepted, r.validated
+        );
+        if !c.valid {
+            println!("  INVALID: no score");
+            for reason in &c.invalid_reasons {
+                println!("    {reason}");
+            }
+        }
+        for (class, l) in &c.latency {
+            println!(
+                "  {class}: n {}  TTFT p50/p90/p99 {}/{}/{} ms  ITL p50 {} ms  e2e p99 {} ms",
+                l.count,
+                num(l.ttft_ms.p50),
+                num(l.ttft_ms.p90),
+                num(l.ttft_ms.p99),
+                num(l.itl_ms.p50),
+                num(l.e2e_ms.p99)
+            );
+        }
+        for (class, g) in &c.goodput {
+            println!(
+                "  goodput {class}: {} /s{}  good {} of cohort {} (unfinished {}, failed {}, rejected {})",
+                num(g.per_s),
+                if g.slo_only { " (SLO-only)" } else { "" },
+                g.good,
+                g.cohort,
+                g.unfinished,
+                g.failed,
+                g.rejected
+            );
+        }
+        for p in c
+            .paired
+            .iter()
+            .filter(|p| p.kind != kvgate_core::analysis::StratumKind::Marginal)
+        {
+            println!(
+                "  paired {}{}: n {} b {} c {} Δ {} p {} [{}, {}] margin {} → {:?}",
+                p.stratum,
+                if p.protected { " (protected)" } else { "" },
+                p.n,
+                p.b,
+                p.c,
+                num(p.delta),
+                num(Some(p.mcnemar_p)),
+                num(p.ci_low),
+                num(p.ci_high),
+                p.margin,
+                p.verdict
+            );
+        }
+        println!("  decision: {:?}", c.decision.outcome);
+        for rule in &c.decision.rules {
+            println!("    - {rule}");
+        }
+    }
+    Ok(Outcome::Success)
+}

@@ -1,0 +1,485 @@
+//! The acceptance policy: what the service owner pre-registers before any result is visible.
+//!
+//! Request classes with their SLOs, protected segments with absolute quality floors and
+//! non-inferiority margins, the significance level and the goodput observation window. A policy
+//! is locked as canonical JSON with its sha256; results of a study stay hidden until it is.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use ts_rs::TS;
+
+use crate::canonical::{canonical_json, sha256_hex};
+use crate::fixtures::{AnswerKind, Language, LengthClass, Position, TaskType};
+
+/// Longest class or segment name accepted, in characters.
+pub const MAX_POLICY_NAME_CHARS: usize = 64;
+
+/// The acceptance policy of one study, as authored (file or Policy screen).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Policy {
+    /// Request classes. A request belongs to the first class, in this order, whose
+    /// `max_input_tokens` is at least its input tokens (and whose `route`, if set, matches).
+    pub classes: Vec<RequestClass>,
+    pub goodput: GoodputWindow,
+    /// Significance level α. Paired intervals are computed at level 1 − 2α; the
+    /// non-inferiority gate uses α divided by the number of protected segments (Bonferroni).
+    pub alpha: f64,
+    /// Quality segments; the protected ones gate a candidate.
+    pub segments: Vec<Segment>,
+    /// The offered load (requests per second) at which operations are judged, when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_offered_load_rps: Option<f64>,
+}
+
+/// One request class and its service-level objectives.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RequestClass {
+    pub name: String,
+    /// Largest input (prompt) token count of the class, inclusive.
+    #[ts(type = "number")]
+    pub max_input_tokens: u64,
+    /// Only requests of this route belong to the class, when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route: Option<String>,
+    pub slo: Slo,
+}
+
+/// A class's SLOs in milliseconds; a key left out is not checked.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Slo {
+    /// Time to first token, from dispatch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_ms: Option<f64>,
+    /// Mean inter-token latency of one request: (e2e − TTFT) / (output tokens − 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub itl_ms: Option<f64>,
+    /// End-to-end latency, from dispatch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub e2e_ms: Option<f64>,
+}
+
+/// The goodput observation window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GoodputWindow {
+    /// Length of the observation interval, seconds: the cohort is the requests planned to
+    /// arrive in [t0, t0 + interval).
+    pub interval_s: f64,
+    /// How long after the interval a cohort request may still finish and count, seconds.
+    pub drain_s: f64,
+}
+
+/// A quality segment: the fixture items matching every set field of its filter.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Segment {
+    pub name: String,
+    pub filter: SegmentFilter,
+    /// Absolute quality floor: the least acceptable share of accepted answers in the segment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub floor: Option<f64>,
+    /// Allowable paired regression: the candidate fails when Δ may be below −margin.
+    pub margin: f64,
+    /// A protected segment gates every candidate.
+    pub protected: bool,
+}
+
+/// Which fixture items a segment covers; an unset field matches every item.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, TS, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SegmentFilter {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub language: Option<Language>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub length_class: Option<LengthClass>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub position: Option<Position>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_type: Option<TaskType>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_kind: Option<AnswerKind>,
+}
+
+/// The strata of one fixture item, as read back from its id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, TS, JsonSchema)]
+pub struct ItemStrata {
+    pub language: Language,
+    pub length_class: LengthClass,
+    pub position: Position,
+    pub task_type: TaskType,
+    pub answer_kind: AnswerKind,
+}
+
+impl ItemStrata {
+    /// Reads the strata from a fixture item id,
+    /// `{split}-{seed}-{language}-{length_class}-{position}-{task_type}-{answer_kind}-{index}`.
+    pub fn from_item_id(id: &str) -> Option<ItemStrata> {
+        let parts: Vec<&str> = id.split('-').collect();
+        if parts.len() != 8 {
+            return None;
+        }
+        Some(ItemStrata {
+            language: Language::parse(parts[2])?,
+            length_class: LengthClass::parse(parts[3])?,
+            position: Position::parse(parts[4])?,
+            task_type: TaskType::parse(parts[5])?,
+            answer_kind: AnswerKind::parse(parts[6])?,
+        })
+    }
+
+    /// The marginal strata the item belongs to, e.g. `language=de`, `length_class=long`.
+    pub fn marginals(&self) -> [String; 5] {
+        [
+            format!("language={}", self.language),
+            format!("length_class={}", self.length_class),
+            format!("position={}", self.position),
+            format!("task_type={}", self.task_type),
+            format!("answer_kind={}", self.answer_kind),
+        ]
+    }
+}
+
+impl SegmentFilter {
+    pub fn matches(&self, s: &ItemStrata) -> bool {
+        self.language.is_none_or(|v| v == s.language)
+            && self.length_class.is_none_or(|v| v == s.length_class)
+            && self.position.is_none_or(|v| v == s.position)
+            && self.task_type.is_none_or(|v| v == s.task_type)
+            && self.answer_kind.is_none_or(|v| v == s.answer_kind)
+    }
+}
+
+/// One problem of a policy as submitted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, JsonSchema)]
+pub struct PolicyProblem {
+    /// JSON path, e.g. `classes[1].slo.ttft_ms`.
+    pub path: String,
+    pub expected: String,
+    pub found: String,
+}
+
+impl std::fmt::Display for PolicyProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: expected {}, found {}",
+            self.path, self.expected, self.found
+        )
+    }
+}
+
+fn problem(
+    path: impl Into<String>,
+    expected: impl Into<String>,
+    found: impl Into<String>,
+) -> PolicyProblem {
+    PolicyProblem {
+        path: path.into(),
+        expected: expected.into(),
+        found: found.into(),
+    }
+}
+
+fn check_name(path: String, name: &str, seen: &mut Vec<String>, out: &mut Vec<PolicyProblem>) {
+    let chars = name.chars().count();
+    if name.trim().is_empty() || chars > MAX_POLICY_NAME_CHARS || name.trim() != name {
+        out.push(problem(
+            path,
+            format!("a name of 1 to {MAX_POLICY_NAME_CHARS} characters without surrounding spaces"),
+            format!("{name:?}"),
+        ));
+    } else if seen.iter().any(|s| s == name) {
+        out.push(problem(
+            path,
+            "a name used once",
+            format!("{name:?} used again"),
+        ));
+    } else {
+        seen.push(name.to_owned());
+    }
+}
+
+fn check_positive(path: String, v: f64, out: &mut Vec<PolicyProblem>) {
+    if !(v.is_finite() && v > 0.0) {
+        out.push(problem(
+            path,
+            "a finite number greater than 0",
+            format!("{v}"),
+        ));
+    }
+}
+
+fn check_share(path: String, v: f64, upper_open: bool, out: &mut Vec<PolicyProblem>) {
+    let ok = v.is_finite() && v >= 0.0 && if upper_open { v < 1.0 } else { v <= 1.0 };
+    if !ok {
+        let range = if upper_open { "[0, 1)" } else { "[0, 1]" };
+        out.push(problem(path, format!("a share in {range}"), format!("{v}")));
+    }
+}
+
+impl Policy {
+    /// Parses a policy from JSON text; unknown fields, wrong types and bad values are refused
+    /// with the JSON path of each problem.
+    pub fn from_json_text(text: &str) -> Result<Policy, Vec<PolicyProblem>> {
+        let value: Value = crate::canonical::parse_strict(text).map_err(|e| {
+            vec![problem(
+                "$",
+                "a JSON object (duplicate keys refused)",
+                e.to_string(),
+            )]
+        })?;
+        Policy::from_value(value)
+    }
+
+    /// Parses and validates a policy from a JSON value.
+    pub fn from_value(value: Value) -> Result<Policy, Vec<PolicyProblem>> {
+        let policy: Policy = serde_path_to_error::deserialize(value).map_err(|e| {
+            let path = e.path().to_string();
+            let path = if path == "." { "$".to_owned() } else { path };
+            vec![problem(
+                path,
+                "a policy as in schemas/policy.schema.json",
+                e.into_inner().to_string(),
+            )]
+        })?;
+        let problems = policy.problems();
+        if problems.is_empty() {
+            Ok(policy)
+        } else {
+            Err(problems)
+        }
+    }
+
+    /// Every problem of the policy's values; empty when it may be locked.
+    pub fn problems(&self) -> Vec<PolicyProblem> {
+        let mut out = Vec::new();
+        if self.classes.is_empty() {
+            out.push(problem("classes", "at least one request class", "none"));
+        }
+        let mut names = Vec::new();
+        for (i, class) in self.classes.iter().enumerate() {
+            check_name(
+                format!("classes[{i}].name"),
+                &class.name,
+                &mut names,
+                &mut out,
+            );
+            if let Some(route) = &class.route {
+                if route.trim().is_empty() {
+                    out.push(problem(
+                        format!("classes[{i}].route"),
+                        "a route name or no key",
+                        "an empty one",
+                    ));
+                }
+            }
+            for (key, v) in [
+                ("ttft_ms", class.slo.ttft_ms),
+                ("itl_ms", class.slo.itl_ms),
+                ("e2e_ms", class.slo.e2e_ms),
+            ] {
+                if let Some(v) = v {
+                    check_positive(format!("classes[{i}].slo.{key}"), v, &mut out);
+                }
+            }
+        }
+        check_positive(
+            "goodput.interval_s".into(),
+            self.goodput.interval_s,
+            &mut out,
+        );
+        if !(self.goodput.drain_s.is_finite() && self.goodput.drain_s >= 0.0) {
+            out.push(problem(
+                "goodput.drain_s",
+                "a finite number ≥ 0",
+                format!("{}", self.goodput.drain_s),
+            ));
+        }
+        if !(self.alpha.is_finite() && self.alpha > 0.0 && self.alpha < 0.5) {
+            out.push(problem(
+                "alpha",
+                "a significance level in (0, 0.5)",
+                format!("{}", self.alpha),
+            ));
+        }
+        if let Some(load) = self.target_offered_load_rps {
+            check_positive("target_offered_load_rps".into(), load, &mut out);
+        }
+        if !self.segments.iter().any(|s| s.protected) {
+            out.push(problem(
+                "segments",
+                "at least one protected segment (every protected segment gates a candidate)",
+                "none",
+            ));
+        }
+        let mut names = Vec::new();
+        for (i, s) in self.segments.iter().enumerate() {
+            check_name(format!("segments[{i}].name"), &s.name, &mut names, &mut out);
+            if let Some(floor) = s.floor {
+                check_share(format!("segments[{i}].floor"), floor, false, &mut out);
+            }
+            check_share(format!("segments[{i}].margin"), s.margin, true, &mut out);
+        }
+        out
+    }
+
+    /// The canonical JSON the lock hashes.
+    pub fn canonical_json(&self) -> String {
+        canonical_json(&serde_json::to_value(self).expect("a policy serializes"))
+    }
+
+    /// sha256 of [`Policy::canonical_json`].
+    pub fn sha256(&self) -> String {
+        sha256_hex(self.canonical_json().as_bytes())
+    }
+
+    /// The class of a request: the first whose `max_input_tokens` ≥ its input tokens and whose
+    /// route, if set, matches. `None` when the input tokens are unknown or above every class.
+    pub fn class_of(&self, input_tokens: Option<u64>, route: Option<&str>) -> Option<usize> {
+        let tokens = input_tokens?;
+        self.classes.iter().position(|c| {
+            tokens <= c.max_input_tokens && c.route.as_deref().is_none_or(|r| Some(r) == route)
+        })
+    }
+
+    /// The protected segments, in file order.
+    pub fn protected_segments(&self) -> impl Iterator<Item = &Segment> {
+        self.segments.iter().filter(|s| s.protected)
+    }
+
+    /// The α each protected segment's non-inferiority gate uses: α / (number of protected
+    /// segments), α when there are none.
+    pub fn gate_alpha(&self) -> f64 {
+        let m = self.protected_segments().count();
+        if m == 0 {
+            self.alpha
+        } else {
+            self.alpha / m as f64
+        }
+    }
+}
+
+/// A locked policy version of a study.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
+pub struct LockedPolicy {
+    #[ts(type = "number")]
+    pub study_id: i64,
+    /// 1 for the first lock; each change makes the next version.
+    #[ts(type = "number")]
+    pub version: i64,
+    pub policy: Policy,
+    /// sha256 of the policy's canonical JSON.
+    pub sha256: String,
+    /// RFC 3339 UTC time of the lock.
+    pub locked_at: String,
+    pub locked_by: String,
+    /// Runs of the study that held measured requests when this version was locked.
+    #[ts(type = "number")]
+    pub runs_at_lock: i64,
+    /// True when this version replaced an earlier one after results existed: shown permanently.
+    pub changed_after_results: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn example() -> &'static str {
+        r#"{"classes": [{"name": "short", "max_input_tokens": 1023,
+                          "slo": {"ttft_ms": 500, "itl_ms": 50, "e2e_ms": 5000}},
+                         {"name": "long", "max_input_tokens": 8191, "slo": {"e2e_ms": 20000}}],
+            "goodput": {"interval_s": 60, "drain_s": 30},
+            "alpha": 0.05,
+            "segments": [{"name": "de-long", "filter": {"language": "de", "length_class": "long"},
+                          "floor": 0.90, "margin": 0.02, "protected": true},
+                         {"name": "numeric", "filter": {"task_type": "numeric"},
+                          "margin": 0.05, "protected": false}]}"#
+    }
+
+    #[test]
+    fn the_issue_example_parses_and_classifies_by_first_fitting_class() {
+        let p = Policy::from_json_text(example()).unwrap();
+        assert_eq!(p.class_of(Some(0), None), Some(0));
+        assert_eq!(p.class_of(Some(1023), None), Some(0));
+        assert_eq!(p.class_of(Some(1024), None), Some(1));
+        assert_eq!(p.class_of(Some(8192), None), None);
+        assert_eq!(p.class_of(None, None), None);
+        assert_eq!(p.gate_alpha(), 0.05);
+        assert_eq!(p.sha256().len(), 64);
+    }
+
+    #[test]
+    fn the_hash_ignores_key_order_and_spacing() {
+        let a = Policy::from_json_text(example()).unwrap();
+        let mut v: Value = serde_json::from_str(example()).unwrap();
+        v["alpha"] = serde_json::json!(0.05);
+        let b = Policy::from_value(v).unwrap();
+        assert_eq!(a.sha256(), b.sha256());
+        let mut v: Value = serde_json::from_str(example()).unwrap();
+        v["alpha"] = serde_json::json!(0.025);
+        assert_ne!(Policy::from_value(v).unwrap().sha256(), a.sha256());
+    }
+
+    #[test]
+    fn bad_values_are_named_by_path() {
+        let mut v: Value = serde_json::from_str(example()).unwrap();
+        v["classes"][1]["name"] = "short".into();
+        v["classes"][0]["slo"]["ttft_ms"] = serde_json::json!(-1);
+        v["alpha"] = serde_json::json!(0.5);
+        v["segments"][0]["margin"] = serde_json::json!(1.0);
+        v["goodput"]["interval_s"] = serde_json::json!(0);
+        let problems = Policy::from_value(v).unwrap_err();
+        let paths: Vec<&str> = problems.iter().map(|p| p.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            [
+                "classes[0].slo.ttft_ms",
+                "classes[1].name",
+                "goodput.interval_s",
+                "alpha",
+                "segments[0].margin"
+            ]
+        );
+        assert!(problems[1].found.contains("used again"), "{problems:?}");
+    }
+
+    #[test]
+    fn unknown_fields_and_unknown_strata_are_refused() {
+        let mut v: Value = serde_json::from_str(example()).unwrap();
+        v["segments"][0]["filter"]["language"] = "fr".into();
+        let e = Policy::from_value(v).unwrap_err();
+        assert!(e[0].found.contains("fr"), "{e:?}");
+        let mut v: Value = serde_json::from_str(example()).unwrap();
+        v["classes"][0]["slo"]["tpot_ms"] = serde_json::json!(5);
+        let e = Policy::from_value(v).unwrap_err();
+        assert!(e[0].found.contains("tpot_ms"), "{e:?}");
+        let e = Policy::from_json_text(r#"{"alpha": 0.05, "alpha": 0.1}"#).unwrap_err();
+        assert!(e[0].found.to_lowercase().contains("duplicate"), "{e:?}");
+    }
+
+    #[test]
+    fn strata_come_back_from_fixture_ids_and_filters_match_them() {
+        let s =
+            ItemStrata::from_item_id("evaluation-7-de-long-end-multi_document-absent-003").unwrap();
+        assert_eq!(s.language, Language::De);
+        assert_eq!(s.task_type, TaskType::MultiDocument);
+        assert_eq!(s.answer_kind, AnswerKind::Absent);
+        let f = SegmentFilter {
+            language: Some(Language::De),
+            length_class: Some(LengthClass::Long),
+            ..Default::default()
+        };
+        assert!(f.matches(&s));
+        let f = SegmentFilter {
+            position: Some(Position::Begin),
+            ..Default::default()
+        };
+        assert!(!f.matches(&s));
+        assert!(ItemStrata::from_item_id("item-1").is_none());
+        assert!(ItemStrata::from_item_id("evaluation-7-fr-long-end-literal-present-000").is_none());
+    }
+}
