@@ -159,6 +159,17 @@ impl App {
                 kvgate_analysis::study::LoadError::Store(s) => AppError::from(s),
                 other => AppError::new(ErrorCode::InvalidInput, other.to_string()),
             })?;
+        let mut input = input;
+        for cell in &mut input.cells {
+            match self.manifest_capacity(study_id, &cell.cell).await {
+                Ok(m) => {
+                    cell.capacity.model_kv_tokens = m.capacity.map(|c| c.positions);
+                    cell.capacity.rollback_fit = m.rollback_fit;
+                    cell.capacity.model_note = m.rollback_fit_missing;
+                }
+                Err(e) => cell.capacity.model_note = Some(e.message),
+            }
+        }
         let measured_requests = input
             .cells
             .iter()

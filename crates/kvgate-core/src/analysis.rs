@@ -93,6 +93,13 @@ pub struct CapacityEvidence {
     /// Runs whose scrapes fed these figures.
     #[ts(type = "Array<number>")]
     pub runs: Vec<i64>,
+    /// KV positions the manifest's KV budget holds by the KV model, beside the engine's figure.
+    #[ts(type = "number | null")]
+    pub model_kv_tokens: Option<u64>,
+    /// For a candidate: whether B0's representation still holds this candidate's admission limit.
+    pub rollback_fit: Option<crate::kv_capacity::RollbackFit>,
+    /// Why the model figures are absent, when they are.
+    pub model_note: Option<String>,
 }
 
 /// One test cell's manifest, runs and evidence.
@@ -881,6 +888,12 @@ fn decide(
         d.outcome = SuggestedOutcome::Baseline;
         d.rules.push("B0 is retained as the rollback target".into());
         return d;
+    }
+    if let Some(fit) = cell.capacity.rollback_fit.as_ref().filter(|f| !f.fits) {
+        d.rules.push(format!(
+            "rollback to B0 does not fit this candidate's admission limit: reduce admission to {} sequences before restoring the larger cache",
+            fit.max_sequences_that_fit
+        ));
     }
     if matches!(cell.test_cell, TestCell::C3 | TestCell::Custom { .. }) {
         d.rules.push(

@@ -498,3 +498,27 @@ fn an_invalid_cell_gets_no_score() {
     // Its requests stay visible as offered demand.
     assert_eq!(c.requests.offered, 400);
 }
+
+#[test]
+fn a_rollback_that_does_not_fit_is_named_with_the_admission_to_reduce_to() {
+    let p = policy(SEGMENTS);
+    let mut c1 = cell("C1", TestCell::C1, vec![many(2, 400, 0)]);
+    c1.capacity.rollback_fit = Some(crate::kv_capacity::RollbackFit {
+        required_bytes: 200,
+        budget_bytes: 100,
+        fits: false,
+        shortfall_bytes: Some(100),
+        max_sequences_that_fit: 7,
+        caveat: String::new(),
+    });
+    let input = StudyInput {
+        items: many_items(400),
+        cells: vec![cell("B0", TestCell::B0, vec![many(1, 400, 0)]), c1],
+    };
+    let d = &analyze(&p, &input).cells[1].decision;
+    assert!(
+        d.rules.iter().any(|r| r.contains("reduce admission to 7 sequences")),
+        "{:?}",
+        d.rules
+    );
+}
