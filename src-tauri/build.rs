@@ -35,6 +35,11 @@ fn main() {
         "commit_import",
         "cancel_import",
         "list_imports",
+        "check_policy",
+        "lock_policy",
+        "policy_status",
+        "analyze_study",
+        "plan_pairs",
     ]);
     tauri_build::try_build(tauri_build::Attributes::new().app_manifest(manifest))
         .expect("tauri build script failed");

@@ -22,13 +22,18 @@ vi.mock('$lib/ipc', async (importOriginal) => ({
   listImports: vi.fn(),
   onImportProgress: vi.fn(),
   onFileDrag: vi.fn(),
+  policyStatus: vi.fn(),
+  checkPolicy: vi.fn(),
+  analyzeStudy: vi.fn(),
+  runDetail: vi.fn(),
 }));
 
 import * as ipc from '$lib/ipc';
 import App from './App.svelte';
+import { analysis } from './routes/results/results-fixture';
 
 const ipcMock = vi.mocked(ipc);
-const BUILT: readonly string[] = ['studies', 'manifests', 'fixtures', 'runs'];
+const BUILT: readonly string[] = ['studies', 'manifests', 'fixtures', 'runs', 'policy', 'results'];
 const study = {
   id: 4,
   name: 'FP8 KV, Llama 8B',
@@ -58,6 +63,12 @@ beforeEach(() => {
   ipcMock.localServers.mockResolvedValue([]);
   ipcMock.onRunProgress.mockResolvedValue(() => {});
   ipcMock.listImports.mockResolvedValue([]);
+  ipcMock.policyStatus.mockResolvedValue({ study_id: study.id, current: null, versions: [], changed_after_results: false });
+  ipcMock.checkPolicy.mockResolvedValue([]);
+  ipcMock.analyzeStudy.mockRejectedValue({
+    code: 'policy_not_locked',
+    message: 'study `FP8 KV, Llama 8B` has no locked acceptance policy',
+  });
   ipcMock.onImportProgress.mockResolvedValue(() => {});
   ipcMock.onFileDrag.mockResolvedValue(() => {});
 });
@@ -174,6 +185,35 @@ describe('App shell', () => {
     await fireEvent.keyDown(window, { key: '4', code: 'Digit4', altKey: true });
     expect((await screen.findByTestId('corpus-items-sha256')).textContent).toBe('e'.repeat(64));
     expect(ipcMock.openCorpus).toHaveBeenCalledTimes(1);
+  });
+
+  it('hides results until a policy is locked, and leads from Results to the Policy screen', async () => {
+    render(App);
+    await fireEvent.keyDown(window, { key: '6', code: 'Digit6', altKey: true });
+    const hidden = await screen.findByTestId('results-policy-not-locked');
+    expect(hidden.textContent).toContain('hidden until the acceptance policy is locked');
+    expect(screen.queryByTestId('results-header')).toBeNull();
+    expect(ipcMock.analyzeStudy).toHaveBeenCalledWith(study.id);
+
+    await fireEvent.click(screen.getByTestId('results-go-policy'));
+    expect(await screen.findByTestId('screen-policy')).toBeTruthy();
+    expect(window.location.hash).toBe('#/policy');
+    expect(await screen.findByTestId('policy-none')).toBeTruthy();
+    expect(ipcMock.policyStatus).toHaveBeenCalledWith(study.id);
+  });
+
+  it('opens the run a result came from on the Runs screen', async () => {
+    ipcMock.analyzeStudy.mockResolvedValue(analysis({ study_id: study.id }));
+    ipcMock.runDetail.mockReturnValue(new Promise(() => {}));
+    render(App);
+    await fireEvent.keyDown(window, { key: '6', code: 'Digit6', altKey: true });
+    const runLinks = await screen.findAllByTestId('open-run');
+    const link = runLinks.find((b) => b.dataset['runId'] === '3')!;
+    await fireEvent.click(link);
+    expect(await screen.findByTestId('screen-runs')).toBeTruthy();
+    expect(window.location.hash).toBe('#/runs');
+    expect(ipcMock.runDetail).toHaveBeenCalledWith(3);
+    expect((await screen.findByTestId('run-detail-loading')).textContent).toContain('Loading run 3');
   });
 
   it('jumps to a task with Alt+digit and moves focus to the content', async () => {

@@ -517,7 +517,9 @@ fn a_rollback_that_does_not_fit_is_named_with_the_admission_to_reduce_to() {
     };
     let d = &analyze(&p, &input).cells[1].decision;
     assert!(
-        d.rules.iter().any(|r| r.contains("reduce admission to 7 sequences")),
+        d.rules
+            .iter()
+            .any(|r| r.contains("reduce admission to 7 sequences")),
         "{:?}",
         d.rules
     );

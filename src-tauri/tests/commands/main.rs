@@ -347,3 +347,56 @@ fn import_sniff_preview_commit_list_and_refuse_a_second_time() {
     let err = invoke(&h, "sniff_import_format", json!({"path": "/no/such/file"})).unwrap_err();
     assert_eq!(err["code"], "invalid_input");
 }
+
+#[test]
+fn policy_check_lock_status_analyze_and_plan() {
+    let h = harness();
+    let study = invoke(&h, "create_study", json!({"input": {"name": "policy"}})).unwrap();
+    let sid = study["id"].clone();
+    let refused = invoke(&h, "analyze_study", json!({"studyId": sid})).unwrap_err();
+    assert_eq!(refused["code"], "policy_not_locked");
+
+    let policy = include_str!("../../../fixtures/policies/demo-cpu.json");
+    assert_eq!(
+        invoke(&h, "check_policy", json!({"policyJson": policy})),
+        Ok(json!([]))
+    );
+    let problems = invoke(
+        &h,
+        "check_policy",
+        json!({"policyJson": policy.replace("\"alpha\": 0.05", "\"alpha\": 1")}),
+    )
+    .unwrap();
+    assert_eq!(problems[0]["path"], "alpha");
+
+    let locked = invoke(
+        &h,
+        "lock_policy",
+        json!({"input": {"study_id": sid, "policy_json": policy, "locked_by": "owner"}}),
+    )
+    .unwrap();
+    assert_eq!(locked["version"], 1);
+    assert_eq!(locked["sha256"].as_str().unwrap().len(), 64);
+    let status = invoke(&h, "policy_status", json!({"studyId": sid})).unwrap();
+    assert_eq!(status["current"]["sha256"], locked["sha256"]);
+
+    // No frozen cell yet: the analysis is empty, not invented.
+    let analysis = invoke(&h, "analyze_study", json!({"studyId": sid})).unwrap();
+    assert_eq!(analysis["cells"], json!([]));
+    assert_eq!(analysis["policy_sha256"], locked["sha256"]);
+
+    let plan = invoke(
+        &h,
+        "plan_pairs",
+        json!({"margin": 0.05, "discordanceRate": 0.1, "alpha": 0.025, "power": 0.8}),
+    )
+    .unwrap();
+    assert!(plan["pairs"].as_u64().unwrap() > 100, "{plan}");
+    let bad = invoke(
+        &h,
+        "plan_pairs",
+        json!({"margin": 0, "discordanceRate": 0.1, "alpha": 0.025, "power": 0.8}),
+    )
+    .unwrap_err();
+    assert_eq!(bad["code"], "invalid_input");
+}

@@ -1,7 +1,7 @@
 import type { AppError } from '$lib/bindings/AppError';
 import type { ErrorCode } from '$lib/bindings/ErrorCode';
 
-const ERROR_CODES: readonly ErrorCode[] = ['invalid_input', 'not_found', 'conflict', 'storage', 'cancelled', 'internal'];
+const ERROR_CODES: readonly ErrorCode[] = ['invalid_input', 'not_found', 'conflict', 'storage', 'cancelled', 'internal', 'policy_not_locked'];
 
 function isErrorCode(value: unknown): value is ErrorCode {
   return typeof value === 'string' && (ERROR_CODES as readonly string[]).includes(value);

@@ -15,18 +15,24 @@ import type { ImportPreview } from '$lib/bindings/ImportPreview';
 import type { ImportSummary } from '$lib/bindings/ImportSummary';
 import type { LoadedCorpus } from '$lib/bindings/LoadedCorpus';
 import type { LoadRunInput } from '$lib/bindings/LoadRunInput';
+import type { LockedPolicy } from '$lib/bindings/LockedPolicy';
+import type { LockPolicyInput } from '$lib/bindings/LockPolicyInput';
 import type { LocalServer } from '$lib/bindings/LocalServer';
 import type { ManifestCapacity } from '$lib/bindings/ManifestCapacity';
 import type { ManifestCheck } from '$lib/bindings/ManifestCheck';
 import type { ManifestDiff } from '$lib/bindings/ManifestDiff';
 import type { ManifestVocabulary } from '$lib/bindings/ManifestVocabulary';
 import type { NewStudy } from '$lib/bindings/NewStudy';
+import type { PairsPlan } from '$lib/bindings/PairsPlan';
+import type { PolicyProblem } from '$lib/bindings/PolicyProblem';
+import type { PolicyStatus } from '$lib/bindings/PolicyStatus';
 import type { QualityRunInput } from '$lib/bindings/QualityRunInput';
 import type { RunDetail } from '$lib/bindings/RunDetail';
 import type { RunEvent } from '$lib/bindings/RunEvent';
 import type { RunSummary } from '$lib/bindings/RunSummary';
 import type { StoredManifest } from '$lib/bindings/StoredManifest';
 import type { Study } from '$lib/bindings/Study';
+import type { StudyAnalysis } from '$lib/bindings/StudyAnalysis';
 import { toAppError } from './errors';
 
 export { toAppError } from './errors';
@@ -181,3 +187,19 @@ export async function onFileDrag(handler: (drag: FileDrag) => void): Promise<() 
   });
   return () => void unlisten();
 }
+
+/** Every problem of a policy text, each with its JSON path; empty when it may be locked. Stores nothing. */
+export const checkPolicy = (policyJson: string): Promise<PolicyProblem[]> => call('check_policy', { policyJson });
+
+/** Locks the study's next policy version (canonical JSON, sha256, time, author); permanent. */
+export const lockPolicy = (input: Wire<LockPolicyInput>): Promise<Wire<LockedPolicy>> => call('lock_policy', { input });
+
+/** Every locked policy version of a study, the one in force last. */
+export const policyStatus = (studyId: number): Promise<Wire<PolicyStatus>> => call('policy_status', { studyId });
+
+/** The study's analysis under its locked policy; rejects with code `policy_not_locked` until one is locked. */
+export const analyzeStudy = (studyId: number): Promise<Wire<StudyAnalysis>> => call('analyze_study', { studyId });
+
+/** How many paired items a non-inferiority test at this margin needs (McNemar, normal approximation). */
+export const planPairs = (margin: number, discordanceRate: number, alpha: number, power: number): Promise<Wire<PairsPlan>> =>
+  call('plan_pairs', { margin, discordanceRate, alpha, power });

@@ -248,6 +248,12 @@ export class RunsModel {
     }
   }
 
+  /** Shows one run of a study, as when another screen links to it (the Runs screen then shows its detail). */
+  openRun(studyId: number, runId: number): void {
+    this.setStudy(studyId);
+    this.select(runId);
+  }
+
   select(runId: number): void {
     this.selectedRunId = runId;
     void this.loadDetail(runId);

@@ -1,0 +1,181 @@
+import { fireEvent, render, screen, waitFor, within } from '@testing-library/svelte';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
+import type { Wire } from '$lib/ipc';
+import type { LockedPolicy } from '$lib/bindings/LockedPolicy';
+import type { PolicyStatus } from '$lib/bindings/PolicyStatus';
+import type { Study } from '$lib/bindings/Study';
+
+vi.mock('$lib/ipc', async (importOriginal) => ({
+  ...(await importOriginal<typeof import('$lib/ipc')>()),
+  policyStatus: vi.fn(),
+  checkPolicy: vi.fn(),
+  lockPolicy: vi.fn(),
+  planPairs: vi.fn(),
+}));
+
+import * as ipc from '$lib/ipc';
+import { Workspace } from '$lib/workspace.svelte';
+import { formToPolicy, templateForm } from './policy-form';
+import { PolicyModel } from './policy.svelte';
+import PolicyScreen from './PolicyScreen.svelte';
+
+const ipcMock = vi.mocked(ipc);
+const study: Study = { id: 7, name: 'FP8 KV', description: '', provenance: 'user', created_at: '2026-03-03T08:00:00Z' };
+
+function locked(version: number, patch: Partial<Wire<LockedPolicy>> = {}): Wire<LockedPolicy> {
+  return {
+    study_id: 7,
+    version,
+    policy: formToPolicy(templateForm()) as Wire<LockedPolicy>['policy'],
+    sha256: String(version).repeat(64),
+    locked_at: `2026-03-0${version}T10:00:00Z`,
+    locked_by: 'Ada',
+    runs_at_lock: version === 1 ? 0 : 3,
+    changed_after_results: false,
+    ...patch,
+  };
+}
+
+function status(versions: Wire<LockedPolicy>[]): Wire<PolicyStatus> {
+  return {
+    study_id: 7,
+    current: versions[versions.length - 1] ?? null,
+    versions,
+    changed_after_results: versions.some((v) => v.changed_after_results),
+  };
+}
+
+function setup() {
+  const workspace = new Workspace();
+  workspace.current = study;
+  workspace.studiesState = 'ready';
+  const policy = new PolicyModel();
+  render(PolicyScreen, { workspace, policy });
+  return policy;
+}
+
+beforeEach(() => {
+  vi.resetAllMocks();
+  ipcMock.checkPolicy.mockResolvedValue([]);
+});
+
+describe('Policy screen', () => {
+  it('says results stay hidden without a policy, and starts the editor from the template', async () => {
+    ipcMock.policyStatus.mockResolvedValue(status([]));
+    setup();
+    expect((await screen.findByTestId('policy-none')).textContent).toContain('Results of this study stay hidden');
+    expect(screen.getByTestId('policy-started-from').textContent).toContain('the template');
+    const text = (screen.getByTestId('policy-json') as HTMLTextAreaElement).value;
+    expect(JSON.parse(text).segments.map((s: { name: string }) => s.name)).toEqual(['de-long', 'numeric', 'long-context']);
+    expect(screen.getAllByTestId('policy-class')).toHaveLength(3);
+    await waitFor(() => expect(ipcMock.checkPolicy).toHaveBeenCalledWith(text));
+    expect((await screen.findByTestId('policy-check-status')).textContent).toContain('No problems');
+  });
+
+  it('shows the version in force with its sha256, every version, and a permanent changed-after-results banner', async () => {
+    ipcMock.policyStatus.mockResolvedValue(status([locked(1), locked(2, { changed_after_results: true })]));
+    setup();
+    expect((await screen.findByTestId('policy-current-version')).textContent).toBe('2');
+    expect(screen.getByTestId('policy-current-sha').textContent).toBe('2'.repeat(64));
+    expect(screen.getByTestId('policy-current-by').textContent).toBe('Ada');
+    expect(screen.getByTestId('policy-changed-after-results').textContent).toContain('version 2 was locked after results existed');
+    expect(screen.getAllByTestId('policy-version-row').map((r) => r.dataset['version'])).toEqual(['2', '1']);
+    expect(screen.getByTestId('policy-started-from').textContent).toContain('v2');
+  });
+
+  it('keeps the form and the JSON text in step, both ways', async () => {
+    ipcMock.policyStatus.mockResolvedValue(status([]));
+    setup();
+    await screen.findByTestId('policy-form');
+    const json = screen.getByTestId('policy-json') as HTMLTextAreaElement;
+
+    const alpha = document.getElementById('policy-alpha') as HTMLInputElement;
+    await fireEvent.input(alpha, { target: { value: '0.025' } });
+    expect(JSON.parse(json.value).alpha).toBe(0.025);
+
+    const route = document.getElementById('policy-classes-0-route') as HTMLInputElement;
+    await fireEvent.input(route, { target: { value: 'chat' } });
+    expect(JSON.parse(json.value).classes[0].route).toBe('chat');
+    await fireEvent.input(route, { target: { value: '' } });
+    expect(JSON.parse(json.value).classes[0]).not.toHaveProperty('route');
+
+    const language = document.getElementById('policy-segments-1-filter-language') as HTMLSelectElement;
+    await fireEvent.change(language, { target: { value: 'en' } });
+    expect(JSON.parse(json.value).segments[1].filter).toEqual({ language: 'en', task_type: 'numeric' });
+
+    await fireEvent.click(screen.getByTestId('policy-add-segment'));
+    expect(JSON.parse(json.value).segments).toHaveLength(4);
+
+    const edited = JSON.parse(json.value);
+    edited.goodput.interval_s = 120;
+    await fireEvent.input(json, { target: { value: JSON.stringify(edited, null, 2) } });
+    expect((document.getElementById('policy-goodput-interval_s') as HTMLInputElement).value).toBe('120');
+
+    await fireEvent.input(json, { target: { value: '{"classes": [' } });
+    expect(screen.getByTestId('policy-form-error').textContent).toContain('not valid JSON');
+    // The text as typed is kept: the form never overwrites what it cannot show.
+    expect(json.value).toBe('{"classes": [');
+  });
+
+  it('shows each problem the backend finds next to its field, and blocks the lock', async () => {
+    ipcMock.policyStatus.mockResolvedValue(status([]));
+    ipcMock.checkPolicy.mockResolvedValue([
+      { path: 'segments[0].margin', expected: 'a share in [0, 1)', found: '1' },
+      { path: '$', expected: 'a policy', found: 'something odd' },
+    ]);
+    setup();
+    await screen.findByTestId('policy-form');
+    await waitFor(() => expect(screen.getByTestId('policy-check-status').textContent).toContain('2 problems'));
+    const margin = document.getElementById('policy-segments-0-margin') as HTMLInputElement;
+    expect(margin.getAttribute('aria-invalid')).toBe('true');
+    const described = document.getElementById(margin.getAttribute('aria-describedby')!)!;
+    expect(described.textContent).toContain('expected a share in [0, 1), found 1');
+    expect(screen.getByTestId('policy-general-problems').textContent).toContain('something odd');
+    await fireEvent.input(screen.getByTestId('policy-locked-by'), { target: { value: 'Ada' } });
+    expect((screen.getByTestId('policy-lock-open') as HTMLButtonElement).disabled).toBe(true);
+  });
+
+  it('locks only after a name and a confirmation that the lock is permanent, then shows the sha256', async () => {
+    ipcMock.policyStatus.mockResolvedValueOnce(status([])).mockResolvedValue(status([locked(1)]));
+    ipcMock.lockPolicy.mockResolvedValue(locked(1));
+    const policy = setup();
+    await screen.findByTestId('policy-form');
+    await waitFor(() => expect(screen.getByTestId('policy-check-status').textContent).toContain('No problems'));
+    const open = screen.getByTestId('policy-lock-open') as HTMLButtonElement;
+    expect(open.disabled).toBe(true);
+    await fireEvent.input(screen.getByTestId('policy-locked-by'), { target: { value: '  Ada ' } });
+    expect(open.disabled).toBe(false);
+    await fireEvent.click(open);
+    const dialog = await screen.findByTestId('lock-policy-dialog');
+    expect(dialog.textContent).toContain('The lock is permanent.');
+    expect(dialog.textContent).toContain('changed after results');
+    expect(ipcMock.lockPolicy).not.toHaveBeenCalled();
+    await fireEvent.click(within(dialog).getByTestId('lock-policy-confirm'));
+    await waitFor(() => expect(screen.queryByTestId('lock-policy-dialog')).toBeNull());
+    expect(ipcMock.lockPolicy).toHaveBeenCalledWith({ study_id: 7, policy_json: policy.text, locked_by: 'Ada' });
+    expect(screen.getByTestId('policy-just-locked-sha').textContent).toBe('1'.repeat(64));
+    expect((await screen.findByTestId('policy-current-version')).textContent).toBe('1');
+  });
+
+  it('keeps the dialog open with the reason when the lock is refused', async () => {
+    ipcMock.policyStatus.mockResolvedValue(status([]));
+    ipcMock.lockPolicy.mockRejectedValue({ code: 'invalid_input', message: 'the policy cannot be locked:\n- alpha: expected …' });
+    setup();
+    await screen.findByTestId('policy-form');
+    await waitFor(() => expect(screen.getByTestId('policy-check-status').textContent).toContain('No problems'));
+    await fireEvent.input(screen.getByTestId('policy-locked-by'), { target: { value: 'Ada' } });
+    await fireEvent.click(screen.getByTestId('policy-lock-open'));
+    await fireEvent.click(await screen.findByTestId('lock-policy-confirm'));
+    expect((await screen.findByTestId('lock-policy-error')).textContent).toContain('the policy cannot be locked');
+    expect(screen.getByTestId('lock-policy-dialog')).toBeTruthy();
+  });
+
+  it('plans the paired items a margin needs', async () => {
+    ipcMock.policyStatus.mockResolvedValue(status([]));
+    ipcMock.planPairs.mockResolvedValue({ margin: 0.02, discordance_rate: 0.1, alpha: 0.05, power: 0.8, pairs: 1548 });
+    setup();
+    await fireEvent.click(await screen.findByTestId('planner-submit'));
+    expect(ipcMock.planPairs).toHaveBeenCalledWith(0.02, 0.1, 0.05, 0.8);
+    expect((await screen.findByTestId('planner-answer')).textContent).toContain('Needs 1,548 paired items');
+  });
+});

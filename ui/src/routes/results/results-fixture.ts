@@ -1,0 +1,192 @@
+// Analyses as the backend sends them, for the Results tests: valid B0, a candidate with paired
+// rows, and an invalid cell.
+
+import type { Wire } from '$lib/ipc';
+import type { StudyAnalysis } from '$lib/bindings/StudyAnalysis';
+import type { Cell, Row } from './results-view';
+
+const NONE = { p50: null, p90: null, p99: null, count: 0 };
+const MISSES = { ttft: 0, itl: 0, e2e: 0, after_drain: 0, not_accepted: 0, timing_missing: 0 };
+
+export function row(stratum: string, patch: Partial<Row> = {}): Row {
+  return {
+    stratum,
+    kind: stratum === 'overall' ? 'overall' : stratum.includes('=') ? 'marginal' : 'segment',
+    protected: false,
+    n: 40,
+    b: 2,
+    c: 1,
+    delta: -0.025,
+    mcnemar_p: 1,
+    mcnemar_p_holm: null,
+    ci_low: -0.09,
+    ci_high: 0.04,
+    level: 0.9,
+    alpha: 0.05,
+    margin: 0.02,
+    verdict: 'collect_more_evidence',
+    ...patch,
+  };
+}
+
+export function cell(name: string, patch: Partial<Cell> = {}): Cell {
+  const baseline = name === 'B0';
+  return {
+    cell: name,
+    test_cell: baseline ? { kind: 'b0' } : { kind: 'c1' },
+    manifest_sha256: `${name.toLowerCase()}${'0'.repeat(62)}`.slice(0, 64),
+    valid: true,
+    invalid_reasons: [],
+    runs: baseline ? [1, 2] : [3],
+    requests: {
+      offered: 40,
+      completed: 38,
+      failed: 1,
+      rejected: 0,
+      timeout: 1,
+      unfinished: 0,
+      validated: 39,
+      accepted: 36,
+    },
+    latency: {
+      short: {
+        ttft_ms: { p50: 120.5, p90: 180, p99: 250, count: 30 },
+        itl_ms: { p50: 20, p90: 25, p99: null, count: 28 },
+        e2e_ms: { p50: 900, p90: 1400, p99: 2100, count: 30 },
+        count: 30,
+        itl_not_applicable: 2,
+        ttft_cdf_ms: Array.from({ length: 101 }, (_, q) => 100 + q * 1.5),
+        e2e_cdf_ms: Array.from({ length: 101 }, (_, q) => 800 + q * 13),
+      },
+      long: {
+        ttft_ms: NONE,
+        itl_ms: NONE,
+        e2e_ms: NONE,
+        count: 0,
+        itl_not_applicable: 0,
+        ttft_cdf_ms: [],
+        e2e_cdf_ms: [],
+      },
+    },
+    goodput: {
+      short: {
+        per_s: 0.5,
+        good: 30,
+        cohort: 36,
+        unfinished: 1,
+        failed: 1,
+        rejected: 0,
+        misses: { ...MISSES, ttft: 3, after_drain: 1 },
+        itl_not_applicable: 2,
+        slo_only: false,
+        repeats: { n: 2, mean: 0.5, sd: 0.05, ci_low: 0.05, ci_high: 0.95 },
+        runs: [
+          {
+            run_id: baseline ? 1 : 3,
+            per_s: 0.5,
+            good: 30,
+            cohort: 36,
+            unfinished: 1,
+            failed: 1,
+            rejected: 0,
+            misses: { ...MISSES, ttft: 3, after_drain: 1 },
+            itl_not_applicable: 2,
+            slo_only: false,
+          },
+        ],
+      },
+    },
+    goodput_total: { n: 2, mean: 0.5, sd: 0.05, ci_low: 0.05, ci_high: 0.95 },
+    paired: baseline
+      ? []
+      : [
+          row('language=de'),
+          row('numeric', { protected: false, verdict: 'non_inferior', ci_low: -0.01, ci_high: 0.03, delta: 0.01 }),
+          row('overall', { n: 120 }),
+          row('de-long', { protected: true, margin: 0.03, mcnemar_p_holm: 0.8, verdict: 'inferior', ci_low: -0.3, ci_high: -0.05 }),
+          row('length_class=long'),
+          row('language=en'),
+          row('answer_kind=absent', { n: 0, delta: null, ci_low: null, ci_high: null }),
+        ],
+    floors: [{ segment: 'de-long', protected: true, floor: 0.9, n: 10, accepted: 8, rate: 0.8, passes: false }],
+    capacity: {
+      engine_kv_tokens: baseline ? 100_000 : 200_000,
+      engine_kv_mib: null,
+      kv_usage_max: 0.42,
+      waiting_max: null,
+      running_max: 8,
+      preemptions_delta: null,
+      runs: baseline ? [2] : [],
+      model_kv_tokens: baseline ? 98_304 : 196_608,
+      rollback_fit: baseline
+        ? null
+        : {
+            required_bytes: 12 * 1024 * 1024 * 1024,
+            budget_bytes: 8 * 1024 * 1024 * 1024,
+            fits: false,
+            shortfall_bytes: 4 * 1024 * 1024 * 1024,
+            max_sequences_that_fit: 21,
+            caveat: 'a model estimate, not a measurement',
+          },
+      model_note: null,
+    },
+    decision: baseline
+      ? {
+          outcome: 'baseline',
+          table_decision: 'Retain as rollback target',
+          rules: ['B0 is retained as the rollback target'],
+          next_experiment: [],
+          quality_qualifies: null,
+          goodput_qualifies: null,
+        }
+      : {
+          outcome: 'calibrate',
+          table_decision: 'Promote only if every protected segment passes',
+          rules: ['protected segment `de-long`: inferior (upper bound -0.05 < −0.03)'],
+          next_experiment: ['investigate scales: calibrated FP8 (C2)'],
+          quality_qualifies: false,
+          goodput_qualifies: null,
+        },
+    ...patch,
+  };
+}
+
+export function invalidCell(name: string): Cell {
+  return cell(name, {
+    test_cell: { kind: 'invalid', name, reason: 'unsupported backend' },
+    valid: false,
+    invalid_reasons: ['no compatibility evidence: no startup log or /metrics for this cell'],
+    latency: {},
+    goodput: {},
+    goodput_total: { n: 0, mean: null, sd: null, ci_low: null, ci_high: null },
+    paired: [],
+    floors: [],
+    decision: {
+      outcome: 'invalid',
+      table_decision: 'Mark invalid; do not manufacture a result',
+      rules: ['invalid cell: compatibility evidence missing or contradicting the manifest; no score'],
+      next_experiment: [],
+      quality_qualifies: null,
+      goodput_qualifies: null,
+    },
+  });
+}
+
+export function analysis(patch: Partial<Wire<StudyAnalysis>> = {}): Wire<StudyAnalysis> {
+  return {
+    study_id: 7,
+    study_name: 'FP8 KV demo',
+    provenance: 'synthetic_demo',
+    provenance_label: 'synthetic demo',
+    policy_version: 2,
+    policy_sha256: 'f'.repeat(64),
+    policy_locked_at: '2026-03-04T10:00:00Z',
+    policy_locked_by: 'Service Owner',
+    policy_changed_after_results: false,
+    measured_requests: 120,
+    classes: ['short', 'long'],
+    cells: [cell('B0'), cell('C1'), invalidCell('C9')],
+    noise_floor: { n: 40, b: 1, c: 1, flip_rate: 0.05 },
+    ...patch,
+  };
+}
