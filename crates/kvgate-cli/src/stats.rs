@@ -10,6 +10,29 @@ pub enum StatsCommand {
     /// exact McNemar p-value, Tango's score interval at level 1 − 2·alpha and the
     /// non-inferiority verdict against the margin
     Paired(PairedArgs),
+    /// How many paired items a non-inferiority margin needs at a discordance rate (share of
+    /// pairs where exactly one side is accepted), assuming no true difference
+    Plan(PlanArgs),
+}
+
+/// The planner's inputs
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    /// Non-inferiority margin on Δ, e.g. 0.02 (0 < margin < 1)
+    #[arg(long, allow_negative_numbers = true)]
+    margin: f64,
+    /// Expected share of discordant pairs, e.g. 0.1; the B0-vs-B0 flip rate is a floor for it
+    #[arg(long, allow_negative_numbers = true)]
+    discordance: f64,
+    /// One-sided significance level (the gate's, after Bonferroni)
+    #[arg(long, allow_negative_numbers = true)]
+    alpha: f64,
+    /// Wanted power, e.g. 0.8
+    #[arg(long, default_value_t = 0.8, allow_negative_numbers = true)]
+    power: f64,
+    /// Print JSON
+    #[arg(long)]
+    json: bool,
 }
 
 /// Counts of one paired quality comparison, candidate against baseline
@@ -38,7 +61,23 @@ pub struct PairedArgs {
 pub fn run(cmd: StatsCommand) -> Result<Outcome, AppError> {
     match cmd {
         StatsCommand::Paired(args) => paired(args),
+        StatsCommand::Plan(args) => plan(args),
     }
+}
+
+fn plan(args: PlanArgs) -> Result<Outcome, AppError> {
+    let plan =
+        kvgate_core::stats::pairs_plan(args.margin, args.discordance, args.alpha, args.power)
+            .map_err(|e| AppError::new(ErrorCode::InvalidInput, e.to_string()))?;
+    if args.json {
+        print_json(&plan)?;
+    } else {
+        println!(
+            "{} paired items for margin {} at discordance {}, one-sided alpha {}, power {}",
+            plan.pairs, plan.margin, plan.discordance_rate, plan.alpha, plan.power
+        );
+    }
+    Ok(Outcome::Success)
 }
 
 fn paired(args: PairedArgs) -> Result<Outcome, AppError> {

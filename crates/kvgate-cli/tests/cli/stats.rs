@@ -84,3 +84,37 @@ fn paired_refuses_bad_input_with_the_field_named() {
         stderr(&out)
     );
 }
+
+#[test]
+fn plan_says_how_many_pairs_a_margin_needs() {
+    let out = run(&[
+        "stats",
+        "plan",
+        "--margin",
+        "0.02",
+        "--discordance",
+        "0.1",
+        "--alpha",
+        "0.025",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let expected = kvgate_core::stats::required_pairs(0.02, 0.1, 0.025, 0.8).unwrap();
+    assert_eq!(v["pairs"].as_u64(), Some(expected));
+    // A narrower margin needs more pairs.
+    let wide = kvgate_core::stats::required_pairs(0.05, 0.1, 0.025, 0.8).unwrap();
+    assert!(wide < expected, "{wide} vs {expected}");
+    let out = run(&[
+        "stats",
+        "plan",
+        "--margin",
+        "0",
+        "--discordance",
+        "0.1",
+        "--alpha",
+        "0.025",
+    ]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("margin"), "{}", stderr(&out));
+}
