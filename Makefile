@@ -48,9 +48,12 @@ test-llm: llm
 	tests/llm/smoke.sh
 
 ## Benchmarks: one table, each benchmark against its named anchor.
+# `kvgate` and the harness are built in one cargo call, so features resolve once; the import and
+# analyze benchmarks run `kvgate`. KVGATE_BENCH_ONLY=analyze (import, tokenize, weights) picks one.
 bench: setup llm
-	.llm/venv/bin/pip install -q --disable-pip-version-check tokenizers==0.22.2
-	KVGATE_BENCH_PYTHON=$(CURDIR)/.llm/venv/bin/python $(CARGO) run -q --release -p kvgate-bench
+	.llm/venv/bin/pip install -q --disable-pip-version-check tokenizers==0.22.2 pandas==2.2.3
+	$(CARGO) build -q --release -p kvgate-cli -p kvgate-bench
+	KVGATE_BENCH_PYTHON=$(CURDIR)/.llm/venv/bin/python "$(TARGET_DIR)/release/kvgate-bench"
 
 ## Regenerate the TypeScript bindings and JSON Schemas from the Rust types.
 contract:

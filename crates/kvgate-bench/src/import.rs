@@ -17,10 +17,10 @@ const DEFAULT_REQUESTS: usize = 1_000_000;
 const SEED: u64 = 0x6b76_6761_7465_0001;
 
 /// SplitMix64: small, deterministic, good enough for synthetic measurements.
-struct Rng(u64);
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -29,16 +29,16 @@ impl Rng {
     }
 
     /// Uniform in [0, 1).
-    fn unit(&mut self) -> f64 {
+    pub(crate) fn unit(&mut self) -> f64 {
         (self.next() >> 11) as f64 / (1u64 << 53) as f64
     }
 
-    fn exp(&mut self, mean: f64) -> f64 {
+    pub(crate) fn exp(&mut self, mean: f64) -> f64 {
         -mean * (1.0 - self.unit()).ln()
     }
 
     /// Uniform in lo..=hi.
-    fn range(&mut self, lo: u64, hi: u64) -> u64 {
+    pub(crate) fn range(&mut self, lo: u64, hi: u64) -> u64 {
         lo + self.next() % (hi - lo + 1)
     }
 }
@@ -429,9 +429,9 @@ fn write_csv(path: &Path, requests: &[Request]) -> std::io::Result<()> {
 }
 
 /// What one child process took.
-struct Measured {
-    seconds: f64,
-    peak_rss_mib: f64,
+pub(crate) struct Measured {
+    pub(crate) seconds: f64,
+    pub(crate) peak_rss_mib: f64,
 }
 
 /// The argument that makes this binary the launcher of one measured command.
@@ -487,7 +487,7 @@ pub fn measure_child_main(args: &[String]) -> ! {
 
 /// Runs a command to its end through [`measure_child_main`], stdout/stderr in files under
 /// `dir` (named `name`): its whole wall time and its peak RSS.
-fn measure(command: &Command, dir: &Path, name: &str) -> Result<Measured, String> {
+pub(crate) fn measure(command: &Command, dir: &Path, name: &str) -> Result<Measured, String> {
     let stdout = File::create(dir.join(format!("{name}.stdout"))).map_err(|e| e.to_string())?;
     let stderr_path = dir.join(format!("{name}.stderr"));
     let stderr = File::create(&stderr_path).map_err(|e| e.to_string())?;
@@ -532,7 +532,7 @@ fn measure(command: &Command, dir: &Path, name: &str) -> Result<Measured, String
     }
 }
 
-fn run_ok(command: &mut Command) -> Result<String, String> {
+pub(crate) fn run_ok(command: &mut Command) -> Result<String, String> {
     let out = command
         .output()
         .map_err(|e| format!("{:?}: {e}", command.get_program()))?;
@@ -547,7 +547,7 @@ fn run_ok(command: &mut Command) -> Result<String, String> {
 }
 
 /// The `kvgate` binary next to this one (`make bench` builds both), or `KVGATE_BENCH_KVGATE`.
-fn kvgate_binary() -> Result<PathBuf, String> {
+pub(crate) fn kvgate_binary() -> Result<PathBuf, String> {
     if let Ok(path) = std::env::var("KVGATE_BENCH_KVGATE") {
         return Ok(path.into());
     }
@@ -585,7 +585,7 @@ fn same(a: &[f64], b: &[f64]) -> bool {
             .all(|(x, y)| (x - y).abs() <= 1e-9 * x.abs().max(y.abs()).max(1.0))
 }
 
-fn count_name(n: usize) -> String {
+pub(crate) fn count_name(n: usize) -> String {
     if n.is_multiple_of(1_000_000) {
         format!("{}M", n / 1_000_000)
     } else if n.is_multiple_of(1_000) {

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;
 
+mod analyze;
 mod import;
 
 use kvgate_core::fixtures::{generate_corpus, FixtureOptions, Preset, Split, TokenCounter};
@@ -245,12 +246,13 @@ fn main() {
     }
     let mut rows = Vec::new();
     let mut failed = false;
-    // `KVGATE_BENCH_ONLY=import` (or tokenize, weights; comma-separated) runs only those.
+    // `KVGATE_BENCH_ONLY=import` (or tokenize, weights, analyze; comma-separated) runs only those.
     let only = std::env::var("KVGATE_BENCH_ONLY").ok();
-    let benches: [(&str, Bench); 3] = [
+    let benches: [(&str, Bench); 4] = [
         ("tokenize", || tokenization().map(|r| vec![r])),
         ("weights", || weights_hashing().map(|r| vec![r])),
         ("import", import::import_benchmark),
+        ("analyze", analyze::analyze_benchmark),
     ];
     for (name, bench) in benches {
         if only
