@@ -40,6 +40,9 @@ fn main() {
         "policy_status",
         "analyze_study",
         "plan_pairs",
+        "review_queue",
+        "label_pair",
+        "verify_audit",
     ]);
     tauri_build::try_build(tauri_build::Attributes::new().app_manifest(manifest))
         .expect("tauri build script failed");

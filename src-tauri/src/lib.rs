@@ -55,6 +55,9 @@ pub fn build_app<R: Runtime>(builder: Builder<R>, app: App) -> Builder<R> {
             commands::analysis::policy_status,
             commands::analysis::analyze_study,
             commands::analysis::plan_pairs,
+            commands::review::review_queue,
+            commands::review::label_pair,
+            commands::review::verify_audit,
         ])
 }
 

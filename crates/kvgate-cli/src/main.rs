@@ -8,6 +8,7 @@ mod kv_capacity;
 mod llm;
 mod manifests;
 mod policy;
+mod review;
 mod runs;
 mod stats;
 mod studies;
@@ -73,6 +74,12 @@ enum Command {
     Policy(policy::PolicyCommand),
     /// Analyze a study under its locked policy: latency, useful goodput, paired statistics, decision
     Analyze(policy::AnalyzeArgs),
+    /// The blind review queue of paired disagreements; label pairs (audited)
+    #[command(subcommand)]
+    Review(review::ReviewCommand),
+    /// The audit chain of labels, sign-offs and decisions
+    #[command(subcommand)]
+    Audit(review::AuditCommand),
 }
 
 /// How a command ended when it did not fail outright.
@@ -134,6 +141,8 @@ async fn run(cli: Cli) -> Result<Outcome, AppError> {
         Command::Import(args) => imports::run(&app, args).await,
         Command::Policy(cmd) => policy::run(&app, cmd).await,
         Command::Analyze(args) => policy::analyze(&app, args).await,
+        Command::Review(cmd) => review::run(&app, cmd).await,
+        Command::Audit(cmd) => review::audit(&app, cmd).await,
     };
     app.close().await;
     result

@@ -13,6 +13,7 @@ pub mod kv_capacity;
 pub mod manifest;
 pub mod metrics;
 pub mod policy;
+pub mod review;
 pub mod run;
 pub mod stats;
 pub mod study;

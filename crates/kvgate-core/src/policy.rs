@@ -105,7 +105,9 @@ pub struct SegmentFilter {
 }
 
 /// The strata of one fixture item, as read back from its id.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, TS, JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, TS, JsonSchema,
+)]
 pub struct ItemStrata {
     pub language: Language,
     pub length_class: LengthClass,

@@ -11,6 +11,7 @@ mod imports;
 mod manifests;
 mod measured;
 mod policies;
+mod review;
 mod runs;
 mod settings;
 mod studies;
@@ -20,6 +21,7 @@ pub use imports::{AggregateRow, ImportRecord, ImportedRun, NewImport};
 pub use manifests::ManifestRecord;
 pub use measured::MeasuredRequest;
 pub use policies::PolicyRecord;
+pub use review::AdjudicationRow;
 pub use runs::{
     MetricScrapeRow, NewRun, RequestRowSource, RunEvidence, RunKind, RunRecord, RunState,
     StoredRequest,

@@ -5,5 +5,6 @@ mod answer_server;
 mod contract;
 mod imports;
 mod manifests;
+mod review;
 mod runs;
 mod studies;

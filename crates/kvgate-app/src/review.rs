@@ -1,0 +1,463 @@
+//! User actions of the reviewer: the queue of paired disagreements between B0 and each
+//! candidate (blind: the two answers are "A" and "B" in a seeded order recorded with the study),
+//! labels appended to the audit chain, and the verification of that chain against the labels
+//! the database holds.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use kvgate_core::fixtures::FixtureItem;
+use kvgate_core::policy::{ItemStrata, SegmentFilter};
+use kvgate_core::review::{
+    candidate_is_a, pair_id, parse_pair_id, verify_chain, AdjudicationLabel, AuditEvent, AuditKind,
+    ChainBreak,
+};
+use kvgate_core::validator::Verdict;
+use kvgate_store::RunKind;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use ts_rs::TS;
+
+use crate::{App, AppError, ErrorCode};
+
+/// Longest note accepted with a label, in characters.
+pub const MAX_NOTE_CHARS: usize = 4000;
+
+/// Which pairs the queue lists.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
+pub struct ReviewFilter {
+    /// One candidate cell; all candidates when absent.
+    #[serde(default)]
+    pub candidate: Option<String>,
+    /// Items of these strata only.
+    #[serde(default)]
+    pub strata: SegmentFilter,
+    /// Pairs where either side's validator gave this reason code (e.g. `factor_of_ten`).
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// Also list this many agreeing pairs, sampled in the blind order (0: disagreements only).
+    #[serde(default)]
+    #[ts(type = "number")]
+    pub agreeing_sample: u32,
+}
+
+/// One side of a pair as the reviewer sees it before the reveal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
+pub struct ReviewSide {
+    pub output_text: String,
+    pub status: String,
+    pub accepted: bool,
+    pub verdict: Verdict,
+    pub ttft_ms: Option<f64>,
+    pub e2e_ms: Option<f64>,
+    #[ts(type = "number | null")]
+    pub completion_tokens: Option<u64>,
+    #[ts(type = "number")]
+    pub run_id: i64,
+}
+
+/// A pair in the queue.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
+pub struct ReviewPair {
+    pub pair_id: String,
+    pub candidate: String,
+    pub item_id: String,
+    pub strata: Option<ItemStrata>,
+    /// Exactly one side accepted.
+    pub disagreement: bool,
+    pub a: ReviewSide,
+    pub b: ReviewSide,
+    /// The fixture item (prompt, evidence, look-alikes, expected answer) when its corpus is
+    /// found with the digest the run recorded.
+    pub item: Option<FixtureItem>,
+    /// Why `item` is absent, when it is.
+    pub item_note: Option<String>,
+    /// The current label, when labelled.
+    pub label: Option<AdjudicationLabel>,
+    pub note: Option<String>,
+    /// Only once labelled: which side is the candidate.
+    pub candidate_is_a: Option<bool>,
+}
+
+/// The queue of a study.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
+pub struct ReviewQueue {
+    #[ts(type = "number")]
+    pub study_id: i64,
+    /// The recorded seed of the blind order.
+    pub seed: String,
+    pub pairs: Vec<ReviewPair>,
+    /// Disagreements per candidate over the whole study (before the filter).
+    #[ts(type = "Record<string, number>")]
+    pub disagreements: BTreeMap<String, u64>,
+    #[ts(type = "number")]
+    pub labelled: u64,
+}
+
+/// What labelling a pair takes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
+pub struct LabelInput {
+    /// `{study}:{candidate cell}/{fixture item id}`, as the queue lists it.
+    pub pair_id: String,
+    pub label: AdjudicationLabel,
+    #[serde(default)]
+    pub note: String,
+    pub by: String,
+}
+
+/// The label recorded, and the reveal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
+pub struct LabelOutcome {
+    pub event: AuditEvent,
+    pub candidate_is_a: bool,
+    pub candidate: String,
+}
+
+/// A verification of the study's audit chain and of the labels against it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
+pub struct AuditReport {
+    #[ts(type = "number")]
+    pub study_id: i64,
+    #[ts(type = "number")]
+    pub events: u64,
+    pub intact: bool,
+    /// The first event whose link or content does not match.
+    pub chain_break: Option<ChainBreak>,
+    /// Labels in the database that differ from what the chain records (edited outside the app).
+    pub tampered: Vec<String>,
+}
+
+/// A request judged in a quality run, reduced to what the queue shows.
+struct Judged {
+    key: (i64, u32),
+    side: ReviewSide,
+    corpus: Option<(String, String)>,
+}
+
+fn side_from(run_id: i64, s: kvgate_store::StoredRequest) -> Option<(String, ReviewSide)> {
+    let verdict = s.verdict?;
+    let item = s.record.item_id.clone()?;
+    Some((
+        item,
+        ReviewSide {
+            ttft_ms: s.record.ttft_ms(),
+            e2e_ms: s.record.e2e_ms(),
+            completion_tokens: s.record.completion_tokens,
+            status: s.record.status.as_str().to_owned(),
+            output_text: s.record.output_text,
+            accepted: verdict.accepted,
+            verdict,
+            run_id,
+        },
+    ))
+}
+
+fn corpus_of(config_json: &str) -> Option<(String, String)> {
+    let v: Value = serde_json::from_str(config_json).ok()?;
+    let c = &v["corpus"];
+    Some((
+        c["dir"].as_str()?.to_owned(),
+        c["items_sha256"].as_str()?.to_owned(),
+    ))
+}
+
+impl App {
+    /// The first pass per item of each cell's quality runs (lowest run id, then repeat).
+    async fn first_passes(
+        &self,
+        study_id: i64,
+    ) -> Result<HashMap<String, HashMap<String, Judged>>, AppError> {
+        let mut out: HashMap<String, HashMap<String, Judged>> = HashMap::new();
+        for run in self.store.list_runs(study_id).await? {
+            if run.kind != RunKind::Quality || run.state == kvgate_store::RunState::Running {
+                continue;
+            }
+            let corpus = corpus_of(&run.config_json);
+            let per_item = out.entry(run.cell.clone()).or_default();
+            for s in self.store.run_requests(run.id).await? {
+                if s.warmup {
+                    continue;
+                }
+                let key = (run.id, s.repeat);
+                let Some((item, side)) = side_from(run.id, s) else {
+                    continue;
+                };
+                if per_item.get(&item).is_none_or(|j| key < j.key) {
+                    per_item.insert(
+                        item,
+                        Judged {
+                            key,
+                            side,
+                            corpus: corpus.clone(),
+                        },
+                    );
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn seed_for(study_id: i64) -> String {
+        // Unpredictable to the reviewer, recorded once per study.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default();
+        kvgate_core::canonical::sha256_hex(
+            format!("{study_id}:{nanos}:{}", std::process::id()).as_bytes(),
+        )
+    }
+
+    /// The study's review queue: disagreements (and, on request, a sample of agreeing pairs).
+    pub async fn review_queue(
+        &self,
+        study_id: i64,
+        filter: ReviewFilter,
+    ) -> Result<ReviewQueue, AppError> {
+        self.open_study(study_id).await?;
+        let seed = self
+            .store
+            .review_seed(study_id, &Self::seed_for(study_id))
+            .await?;
+        let mut passes = self.first_passes(study_id).await?;
+        let labels: HashMap<String, kvgate_store::AdjudicationRow> = self
+            .store
+            .adjudications(study_id)
+            .await?
+            .into_iter()
+            .map(|r| (r.pair_id.clone(), r))
+            .collect();
+        let Some(b0) = passes.remove("B0") else {
+            return Ok(ReviewQueue {
+                study_id,
+                seed,
+                pairs: Vec::new(),
+                disagreements: BTreeMap::new(),
+                labelled: labels.len() as u64,
+            });
+        };
+        let mut corpora: HashMap<(String, String), Result<HashMap<String, FixtureItem>, String>> =
+            HashMap::new();
+        let mut pairs = Vec::new();
+        let mut agreeing = Vec::new();
+        let mut disagreements = BTreeMap::new();
+        let mut cells: Vec<String> = passes.keys().cloned().collect();
+        cells.sort();
+        for cell in cells {
+            let cand = &passes[&cell];
+            disagreements.entry(cell.clone()).or_insert(0);
+            let mut items: Vec<&String> = cand.keys().filter(|i| b0.contains_key(*i)).collect();
+            items.sort();
+            for item in items {
+                let (x, y) = (&b0[item], &cand[item]);
+                let disagreement = x.side.accepted != y.side.accepted;
+                if disagreement {
+                    *disagreements.entry(cell.clone()).or_insert(0) += 1;
+                }
+                if filter.candidate.as_ref().is_some_and(|c| c != &cell) {
+                    continue;
+                }
+                let strata = ItemStrata::from_item_id(item);
+                if filter.strata != SegmentFilter::default()
+                    && !strata.as_ref().is_some_and(|s| filter.strata.matches(s))
+                {
+                    continue;
+                }
+                if let Some(reason) = &filter.reason {
+                    let has = |v: &Verdict| {
+                        v.reasons.iter().any(|r| {
+                            serde_json::to_value(r)
+                                .ok()
+                                .and_then(|v| v.as_str().map(str::to_owned))
+                                == Some(reason.clone())
+                        })
+                    };
+                    if !has(&x.side.verdict) && !has(&y.side.verdict) {
+                        continue;
+                    }
+                }
+                let id = pair_id(study_id, &cell, item);
+                let cand_a = candidate_is_a(&seed, &id);
+                let (a, b) = if cand_a {
+                    (y.side.clone(), x.side.clone())
+                } else {
+                    (x.side.clone(), y.side.clone())
+                };
+                let label = labels.get(&id);
+                let (item_full, item_note) = match &y.corpus {
+                    None => (None, Some("the run recorded no corpus".to_owned())),
+                    Some(key) => {
+                        let loaded = corpora.entry(key.clone()).or_insert_with(|| {
+                            let c =
+                                crate::fixtures::open_corpus(Path::new(&key.0)).map_err(|e| {
+                                    format!("corpus {} not readable: {}", key.0, e.message)
+                                })?;
+                            if c.meta.items_sha256 != key.1 {
+                                return Err(format!(
+                                    "corpus {} has items sha256 {}, the run recorded {}",
+                                    key.0, c.meta.items_sha256, key.1
+                                ));
+                            }
+                            Ok(c.items.into_iter().map(|i| (i.id.clone(), i)).collect())
+                        });
+                        match loaded {
+                            Ok(map) => match map.get(item) {
+                                Some(i) => (Some(i.clone()), None),
+                                None => (None, Some(format!("item {item} not in the corpus"))),
+                            },
+                            Err(e) => (None, Some(e.clone())),
+                        }
+                    }
+                };
+                let pair = ReviewPair {
+                    pair_id: id,
+                    candidate: cell.clone(),
+                    item_id: item.clone(),
+                    strata,
+                    disagreement,
+                    a,
+                    b,
+                    item: item_full,
+                    item_note,
+                    label: label.and_then(|l| AdjudicationLabel::parse(&l.label)),
+                    note: label.map(|l| l.note.clone()),
+                    candidate_is_a: label.map(|_| cand_a),
+                };
+                if disagreement {
+                    pairs.push(pair);
+                } else {
+                    agreeing.push(pair);
+                }
+            }
+        }
+        // A sample of agreeing pairs: the first ones in an order drawn from the seed.
+        agreeing.sort_by_key(|p| {
+            kvgate_core::canonical::sha256_hex(format!("{seed}/{}", p.pair_id).as_bytes())
+        });
+        agreeing.truncate(filter.agreeing_sample as usize);
+        pairs.extend(agreeing);
+        Ok(ReviewQueue {
+            study_id,
+            seed,
+            pairs,
+            disagreements,
+            labelled: labels.len() as u64,
+        })
+    }
+
+    /// Labels a pair (or relabels it): appended to the audit chain; returns the reveal.
+    pub async fn label_pair(&self, input: LabelInput) -> Result<LabelOutcome, AppError> {
+        let Some((study_id, candidate, item)) = parse_pair_id(&input.pair_id) else {
+            return Err(AppError::new(
+                ErrorCode::InvalidInput,
+                format!(
+                    "field `pair_id`: expected STUDY:CELL/ITEM_ID, found {:?}",
+                    input.pair_id
+                ),
+            ));
+        };
+        self.open_study(study_id).await?;
+        let by = input.by.trim();
+        if by.is_empty() || by.chars().count() > crate::analysis::MAX_AUTHOR_CHARS {
+            return Err(AppError::new(
+                ErrorCode::InvalidInput,
+                format!(
+                    "field `by`: expected the reviewer's name, found {:?}",
+                    input.by
+                ),
+            ));
+        }
+        if input.note.chars().count() > MAX_NOTE_CHARS {
+            return Err(AppError::new(
+                ErrorCode::InvalidInput,
+                format!("field `note`: expected at most {MAX_NOTE_CHARS} characters"),
+            ));
+        }
+        let passes = self.first_passes(study_id).await?;
+        let exists = passes.get("B0").is_some_and(|b| b.contains_key(item))
+            && passes.get(candidate).is_some_and(|c| c.contains_key(item))
+            && candidate != "B0";
+        if !exists {
+            return Err(AppError::not_found(format!(
+                "pair {} not found: B0 and {candidate} have not both judged item {item}",
+                input.pair_id
+            )));
+        }
+        let seed = self
+            .store
+            .review_seed(study_id, &Self::seed_for(study_id))
+            .await?;
+        let cand_a = candidate_is_a(&seed, &input.pair_id);
+        let event = self
+            .store
+            .record_label(
+                study_id,
+                &input.pair_id,
+                input.label.as_str(),
+                &input.note,
+                by,
+                json!({"candidate_shown_as": if cand_a { "A" } else { "B" }}),
+            )
+            .await?;
+        Ok(LabelOutcome {
+            event,
+            candidate_is_a: cand_a,
+            candidate: candidate.to_owned(),
+        })
+    }
+
+    /// The study's audit chain.
+    pub async fn audit_events(&self, study_id: i64) -> Result<Vec<AuditEvent>, AppError> {
+        self.open_study(study_id).await?;
+        Ok(self.store.audit_events(study_id).await?)
+    }
+
+    /// Verifies the chain and compares every stored label with the label the chain records.
+    pub async fn verify_audit(&self, study_id: i64) -> Result<AuditReport, AppError> {
+        let events = self.audit_events(study_id).await?;
+        let chain_break = verify_chain(study_id, &events);
+        let mut expected: BTreeMap<String, (&AuditEvent, String, String)> = BTreeMap::new();
+        for e in events.iter().filter(|e| e.kind == AuditKind::Label) {
+            let label = e.payload["label"].as_str().unwrap_or_default().to_owned();
+            let note = e.payload["note"].as_str().unwrap_or_default().to_owned();
+            expected.insert(e.subject.clone(), (e, label, note));
+        }
+        let mut tampered = Vec::new();
+        let rows = self.store.adjudications(study_id).await?;
+        for r in &rows {
+            match expected.get(&r.pair_id) {
+                None => tampered.push(format!(
+                    "pair {}: labelled {} in the database, but the audit chain has no label for it",
+                    r.pair_id, r.label
+                )),
+                Some((e, label, note)) => {
+                    if &r.label != label
+                        || &r.note != note
+                        || r.event_seq != e.seq
+                        || r.labelled_by != e.actor
+                    {
+                        tampered.push(format!(
+                            "pair {}: the database says {} ({:?}) by {} at event {}, the audit chain says {} ({:?}) by {} at event {}: edited outside KV Gate",
+                            r.pair_id, r.label, r.note, r.labelled_by, r.event_seq, label, note, e.actor, e.seq
+                        ));
+                    }
+                }
+            }
+        }
+        for pair in expected.keys() {
+            if !rows.iter().any(|r| &r.pair_id == pair) {
+                tampered.push(format!(
+                    "pair {pair}: the audit chain records a label the database no longer holds"
+                ));
+            }
+        }
+        Ok(AuditReport {
+            study_id,
+            events: events.len() as u64,
+            intact: chain_break.is_none() && tampered.is_empty(),
+            chain_break,
+            tampered,
+        })
+    }
+}

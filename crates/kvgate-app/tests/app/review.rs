@@ -1,0 +1,284 @@
+//! The blind review queue over real quality runs (an answering server: B0 answers every item,
+//! the candidate every other one), labels in the audit chain, and edits made outside the app.
+
+use std::collections::HashMap;
+
+use kvgate_app::fixtures::open_corpus;
+use kvgate_app::review::{LabelInput, ReviewFilter};
+use kvgate_app::runs::QualityRunInput;
+use kvgate_app::{App, DbLocation, ErrorCode};
+use kvgate_core::review::AdjudicationLabel;
+use kvgate_core::study::NewStudy;
+
+use crate::answer_server;
+
+const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../");
+
+fn path(rel: &str) -> String {
+    format!("{ROOT}{rel}")
+}
+
+fn quality(study_id: i64, cell: &str, base_url: String, log: &str) -> QualityRunInput {
+    QualityRunInput {
+        study_id,
+        cell: cell.into(),
+        base_url,
+        model: None,
+        corpus_dir: path("fixtures/demo/corpus"),
+        repeats: Some(1),
+        seed: Some(3),
+        limit: Some(12),
+        warmup: Some(0),
+        concurrency: Some(2),
+        startup_log: Some(path(log)),
+        scrape_interval_ms: None,
+        request_deadline_s: Some(10.0),
+    }
+}
+
+/// Approved answers for every item (`all`) or for the items at even positions of the corpus.
+fn answers(all: bool) -> (HashMap<String, String>, HashMap<String, bool>) {
+    let corpus = open_corpus(std::path::Path::new(&path("fixtures/demo/corpus"))).unwrap();
+    let (mut answers, mut answered) = (HashMap::new(), HashMap::new());
+    for (i, item) in corpus.items.iter().enumerate() {
+        let good = all || i % 2 == 0;
+        if good {
+            answers.insert(
+                item.user_turn().to_owned(),
+                serde_json::to_string(&item.expected).unwrap(),
+            );
+        }
+        answered.insert(item.id.clone(), good);
+    }
+    (answers, answered)
+}
+
+async fn study_with_disagreements(dir: &tempfile::TempDir) -> (App, i64, HashMap<String, bool>) {
+    let app = App::open(DbLocation::Path(dir.path().join("ws.sqlite")))
+        .await
+        .unwrap();
+    let study = app
+        .create_study(NewStudy {
+            name: "review".into(),
+            description: String::new(),
+        })
+        .await
+        .unwrap();
+    for file in ["smollm2-135m-cpu-b0.json", "smollm2-135m-cpu-q8.json"] {
+        let text = std::fs::read_to_string(path(&format!("fixtures/manifests/{file}"))).unwrap();
+        let draft = app.save_manifest_draft(study.id, &text).await.unwrap();
+        let digest = kvgate_core::manifest::Manifest::from_json(&text)
+            .unwrap()
+            .digest()
+            .unwrap();
+        app.freeze_manifest(study.id, &draft.cell, &digest)
+            .await
+            .unwrap();
+    }
+    let (all, _) = answers(true);
+    let (some, answered) = answers(false);
+    let b0 = answer_server::start(all).await;
+    let q8 = answer_server::start(some).await;
+    app.run_quality(
+        &quality(
+            study.id,
+            "B0",
+            b0.base(),
+            "fixtures/evidence/llamacpp-f16-startup.log",
+        ),
+        |_| {},
+    )
+    .await
+    .unwrap();
+    app.run_quality(
+        &quality(
+            study.id,
+            "Q8",
+            q8.base(),
+            "fixtures/evidence/llamacpp-q8_0-startup.log",
+        ),
+        |_| {},
+    )
+    .await
+    .unwrap();
+    (app, study.id, answered)
+}
+
+#[tokio::test]
+async fn the_queue_is_blind_labels_are_audited_and_outside_edits_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let (app, sid, answered) = study_with_disagreements(&dir).await;
+    let queue = app
+        .review_queue(sid, ReviewFilter::default())
+        .await
+        .unwrap();
+    let expected: Vec<String> = {
+        let mut ids: Vec<String> = queue.pairs.iter().map(|p| p.item_id.clone()).collect();
+        ids.sort();
+        ids
+    };
+    // Exactly the items the candidate's server did not answer are disagreements.
+    assert!(!queue.pairs.is_empty());
+    assert!(
+        queue
+            .pairs
+            .iter()
+            .all(|p| p.disagreement && !answered[&p.item_id]),
+        "{expected:?}"
+    );
+    assert_eq!(queue.disagreements["Q8"], queue.pairs.len() as u64);
+    assert_eq!(queue.seed.len(), 64);
+    for p in &queue.pairs {
+        assert_eq!(p.candidate, "Q8");
+        assert!(p.pair_id.starts_with(&format!("{sid}:Q8/")));
+        // One side accepted, one rejected; which is the candidate is not said before a label.
+        assert_ne!(p.a.accepted, p.b.accepted);
+        assert_eq!(p.candidate_is_a, None);
+        let item = p
+            .item
+            .as_ref()
+            .expect("the corpus is found by its recorded digest");
+        assert_eq!(item.id, p.item_id);
+    }
+    // Both orders occur over enough pairs, and the order is stable.
+    let again = app
+        .review_queue(sid, ReviewFilter::default())
+        .await
+        .unwrap();
+    assert_eq!(again.seed, queue.seed);
+    let a_accepted: Vec<bool> = queue.pairs.iter().map(|p| p.a.accepted).collect();
+    assert_eq!(
+        a_accepted,
+        again.pairs.iter().map(|p| p.a.accepted).collect::<Vec<_>>()
+    );
+    // Agreeing pairs only on request.
+    let with = app
+        .review_queue(
+            sid,
+            ReviewFilter {
+                agreeing_sample: 2,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(with.pairs.len(), queue.pairs.len() + 2);
+    assert!(with
+        .pairs
+        .iter()
+        .filter(|p| !p.disagreement)
+        .all(|p| p.a.accepted == p.b.accepted));
+
+    // Label three pairs: each label reveals the sides, consistent with the verdicts.
+    let mut seqs = Vec::new();
+    for p in queue.pairs.iter().take(3) {
+        let out = app
+            .label_pair(LabelInput {
+                pair_id: p.pair_id.clone(),
+                label: AdjudicationLabel::CandidateRegression,
+                note: "wrong value".into(),
+                by: "reviewer one".into(),
+            })
+            .await
+            .unwrap();
+        let candidate_side = if out.candidate_is_a { &p.a } else { &p.b };
+        assert!(
+            !candidate_side.accepted,
+            "the candidate is the side its server did not answer"
+        );
+        assert_eq!(out.event.payload["label"], "candidate_regression");
+        assert_eq!(out.event.previous, None);
+        seqs.push(out.event.seq);
+    }
+    assert_eq!(seqs, [1, 2, 3]);
+    // A relabel records what it replaced.
+    let relabel = app
+        .label_pair(LabelInput {
+            pair_id: queue.pairs[0].pair_id.clone(),
+            label: AdjudicationLabel::AmbiguousItem,
+            note: "two assets match".into(),
+            by: "reviewer two".into(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        relabel.event.previous.as_ref().unwrap()["label"],
+        "candidate_regression"
+    );
+    let listed = app
+        .review_queue(sid, ReviewFilter::default())
+        .await
+        .unwrap();
+    assert_eq!(listed.labelled, 3);
+    assert_eq!(
+        listed.pairs[0].label,
+        Some(AdjudicationLabel::AmbiguousItem)
+    );
+    assert!(
+        listed.pairs[0].candidate_is_a.is_some(),
+        "revealed once labelled"
+    );
+
+    let report = app.verify_audit(sid).await.unwrap();
+    assert!(report.intact, "{report:?}");
+    assert_eq!(report.events, 4);
+
+    // Bad input changes nothing.
+    let err = app
+        .label_pair(LabelInput {
+            pair_id: format!("{sid}:Q8/no-such-item"),
+            label: AdjudicationLabel::BothWrong,
+            note: String::new(),
+            by: "reviewer".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::NotFound, "{}", err.message);
+    let err = app
+        .label_pair(LabelInput {
+            pair_id: "Q8/x".into(),
+            label: AdjudicationLabel::BothWrong,
+            note: String::new(),
+            by: "reviewer".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::InvalidInput);
+    assert_eq!(app.audit_events(sid).await.unwrap().len(), 4);
+
+    // An edit of a label row with raw SQL is named.
+    let pool = app.store().pool();
+    let edited = &queue.pairs[1].pair_id;
+    sqlx::query("UPDATE adjudications SET label = 'baseline_error' WHERE pair_id = ?")
+        .bind(edited)
+        .execute(pool)
+        .await
+        .unwrap();
+    let report = app.verify_audit(sid).await.unwrap();
+    assert!(!report.intact);
+    assert_eq!(report.chain_break, None);
+    assert_eq!(report.tampered.len(), 1, "{report:?}");
+    assert!(
+        report.tampered[0].contains(edited.as_str())
+            && report.tampered[0].contains("edited outside")
+    );
+
+    // The chain refuses edits; one forced past the trigger breaks the chain at that event.
+    let e = sqlx::query("UPDATE audit_events SET actor = 'mallory' WHERE seq = 2")
+        .execute(pool)
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("append-only"), "{e}");
+    sqlx::query("DROP TRIGGER audit_events_no_update")
+        .execute(pool)
+        .await
+        .unwrap();
+    sqlx::query("UPDATE audit_events SET actor = 'mallory' WHERE seq = 2")
+        .execute(pool)
+        .await
+        .unwrap();
+    let report = app.verify_audit(sid).await.unwrap();
+    let b = report.chain_break.expect("the chain is broken");
+    assert_eq!(b.seq, 2);
+    assert!(b.reason.contains("edited"), "{}", b.reason);
+}

@@ -1,0 +1,173 @@
+use clap::Subcommand;
+use kvgate_app::review::{LabelInput, ReviewFilter};
+use kvgate_app::{App, AppError, ErrorCode};
+use kvgate_core::review::AdjudicationLabel;
+
+use crate::{print_json, Outcome};
+
+#[derive(Debug, Subcommand)]
+pub enum ReviewCommand {
+    /// List the paired disagreements between B0 and each candidate (blind: sides A and B)
+    List {
+        #[arg(long)]
+        study: String,
+        /// One candidate cell only
+        #[arg(long)]
+        candidate: Option<String>,
+        /// Also list this many agreeing pairs
+        #[arg(long, default_value_t = 0)]
+        agreeing: u32,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Label a pair: candidate_regression, baseline_error, both_acceptable, both_wrong or
+    /// ambiguous_item; appended to the study's audit chain, then the sides are revealed
+    Label {
+        /// The pair id as listed, STUDY:CELL/ITEM_ID
+        #[arg(long)]
+        pair: String,
+        #[arg(long)]
+        label: String,
+        #[arg(long, default_value = "")]
+        note: String,
+        /// Who labels (defaults to the login name)
+        #[arg(long, env = "USER")]
+        by: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AuditCommand {
+    /// Verify the study's audit chain and the labels against it; exit 0 when intact
+    Verify {
+        #[arg(long)]
+        study: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub async fn run(app: &App, cmd: ReviewCommand) -> Result<Outcome, AppError> {
+    match cmd {
+        ReviewCommand::List {
+            study,
+            candidate,
+            agreeing,
+            json,
+        } => {
+            let study = app.study_by_name(&study).await?;
+            let queue = app
+                .review_queue(
+                    study.id,
+                    ReviewFilter {
+                        candidate,
+                        agreeing_sample: agreeing,
+                        ..Default::default()
+                    },
+                )
+                .await?;
+            if json {
+                print_json(&queue)?;
+                return Ok(Outcome::Success);
+            }
+            for (cell, n) in &queue.disagreements {
+                println!("{cell}: {n} disagreements with B0");
+            }
+            println!("{} labelled", queue.labelled);
+            for p in &queue.pairs {
+                let side = |s: &kvgate_app::review::ReviewSide| {
+                    if s.accepted {
+                        "accepted"
+                    } else {
+                        "rejected"
+                    }
+                };
+                println!(
+                    "{}  A {}  B {}  {}",
+                    p.pair_id,
+                    side(&p.a),
+                    side(&p.b),
+                    p.label.map_or("unlabelled", |l| l.as_str())
+                );
+            }
+            Ok(Outcome::Success)
+        }
+        ReviewCommand::Label {
+            pair,
+            label,
+            note,
+            by,
+            json,
+        } => {
+            let label = AdjudicationLabel::parse(&label).ok_or_else(|| {
+                AppError::new(
+                    ErrorCode::InvalidInput,
+                    format!(
+                        "--label: expected one of candidate_regression, baseline_error, \
+                         both_acceptable, both_wrong, ambiguous_item, found {label:?}"
+                    ),
+                )
+            })?;
+            let outcome = app
+                .label_pair(LabelInput {
+                    pair_id: pair,
+                    label,
+                    note,
+                    by,
+                })
+                .await?;
+            if json {
+                print_json(&outcome)?;
+            } else {
+                println!(
+                    "labelled {} as {} (audit event {}); revealed: A = {}, B = {}",
+                    outcome.event.subject,
+                    label.as_str(),
+                    outcome.event.seq,
+                    if outcome.candidate_is_a {
+                        outcome.candidate.as_str()
+                    } else {
+                        "B0"
+                    },
+                    if outcome.candidate_is_a {
+                        "B0"
+                    } else {
+                        outcome.candidate.as_str()
+                    },
+                );
+            }
+            Ok(Outcome::Success)
+        }
+    }
+}
+
+pub async fn audit(app: &App, cmd: AuditCommand) -> Result<Outcome, AppError> {
+    match cmd {
+        AuditCommand::Verify { study, json } => {
+            let study = app.study_by_name(&study).await?;
+            let report = app.verify_audit(study.id).await?;
+            if json {
+                print_json(&report)?;
+            } else if report.intact {
+                println!(
+                    "intact: {} audit events, every label matches the chain",
+                    report.events
+                );
+            } else {
+                if let Some(b) = &report.chain_break {
+                    println!("broken at event {}: {}", b.seq, b.reason);
+                }
+                for t in &report.tampered {
+                    println!("tampered: {t}");
+                }
+            }
+            Ok(if report.intact {
+                Outcome::Success
+            } else {
+                Outcome::Failure(1)
+            })
+        }
+    }
+}

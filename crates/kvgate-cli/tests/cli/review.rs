@@ -1,0 +1,166 @@
+//! `kvgate review` and `kvgate audit verify` on the demo's recorded llama.cpp runs.
+
+use std::path::{Path, PathBuf};
+
+use kvgate_app::{App, DbLocation};
+
+use crate::{kvgate, stderr, stdout};
+
+fn repo(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(rel)
+}
+
+fn sql(db: &Path, statement: &str) {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let app = App::open(DbLocation::Path(db.to_path_buf())).await.unwrap();
+        sqlx::query(sqlx::AssertSqlSafe(statement.to_owned()))
+            .execute(app.store().pool())
+            .await
+            .unwrap();
+        app.close().await;
+    })
+}
+
+#[test]
+fn label_pairs_then_verify_and_detect_an_outside_edit() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("ws.sqlite");
+    assert!(kvgate(&db, &["study", "create", "cpu"]).status.success());
+    for file in ["smollm2-135m-cpu-b0.json", "smollm2-135m-cpu-q8.json"] {
+        let path = repo(&format!("fixtures/manifests/{file}"));
+        assert!(kvgate(
+            &db,
+            &[
+                "manifest",
+                "freeze",
+                "--study",
+                "cpu",
+                path.to_str().unwrap()
+            ]
+        )
+        .status
+        .success());
+    }
+    for (cell, file) in [("B0", "b0-f16"), ("Q8", "q8-q8_0")] {
+        let path = repo(&format!("fixtures/demo/runs/{file}.kvgate-run.jsonl"));
+        let out = kvgate(
+            &db,
+            &[
+                "import",
+                "--study",
+                "cpu",
+                "--cell",
+                cell,
+                "--format",
+                "jsonl",
+                path.to_str().unwrap(),
+            ],
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    // The recorded SmolLM2 answers are rejected on both sides: no disagreement, so ask for
+    // agreeing pairs to label.
+    let out = kvgate(
+        &db,
+        &[
+            "review",
+            "list",
+            "--study",
+            "cpu",
+            "--agreeing",
+            "3",
+            "--json",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let queue: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(queue["disagreements"]["Q8"], 0);
+    let pairs = queue["pairs"].as_array().unwrap();
+    assert_eq!(pairs.len(), 3);
+    for p in pairs {
+        assert_eq!(p["disagreement"], false);
+        assert_eq!(
+            p["candidate_is_a"],
+            serde_json::Value::Null,
+            "blind before a label"
+        );
+    }
+    let ids: Vec<&str> = pairs
+        .iter()
+        .map(|p| p["pair_id"].as_str().unwrap())
+        .collect();
+    for id in &ids {
+        let out = kvgate(
+            &db,
+            &[
+                "review",
+                "label",
+                "--pair",
+                id,
+                "--label",
+                "both_wrong",
+                "--note",
+                "no JSON",
+                "--by",
+                "rev",
+            ],
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert!(stdout(&out).contains("revealed: A = "), "{}", stdout(&out));
+    }
+    let out = kvgate(
+        &db,
+        &[
+            "review",
+            "label",
+            "--pair",
+            ids[0],
+            "--label",
+            "equivalent",
+            "--by",
+            "rev",
+        ],
+    );
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("--label: expected one of"),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = kvgate(&db, &["audit", "verify", "--study", "cpu"]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    assert!(
+        stdout(&out).contains("intact: 3 audit events"),
+        "{}",
+        stdout(&out)
+    );
+
+    sql(
+        &db,
+        &format!(
+            "UPDATE adjudications SET note = 'fine' WHERE pair_id = '{}'",
+            ids[1]
+        ),
+    );
+    let out = kvgate(&db, &["audit", "verify", "--study", "cpu"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stdout(&out).contains(&format!("tampered: pair {}", ids[1])),
+        "{}",
+        stdout(&out)
+    );
+
+    sql(&db, "DROP TRIGGER audit_events_no_update");
+    sql(&db, "UPDATE audit_events SET payload_json = '{\"label\":\"both_acceptable\",\"note\":\"no JSON\"}' WHERE seq = 2");
+    let out = kvgate(&db, &["audit", "verify", "--study", "cpu"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stdout(&out).contains("broken at event 2"),
+        "{}",
+        stdout(&out)
+    );
+}
