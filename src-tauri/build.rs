@@ -43,6 +43,9 @@ fn main() {
         "review_queue",
         "label_pair",
         "verify_audit",
+        "checklist",
+        "sign_check",
+        "decide",
     ]);
     tauri_build::try_build(tauri_build::Attributes::new().app_manifest(manifest))
         .expect("tauri build script failed");

@@ -58,6 +58,9 @@ pub fn build_app<R: Runtime>(builder: Builder<R>, app: App) -> Builder<R> {
             commands::review::review_queue,
             commands::review::label_pair,
             commands::review::verify_audit,
+            commands::review::checklist,
+            commands::review::sign_check,
+            commands::review::decide,
         ])
 }
 

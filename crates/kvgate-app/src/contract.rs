@@ -80,6 +80,9 @@ pub fn write_bindings(dir: &Path) -> Result<(), String> {
     one::<crate::review::LabelInput>(&cfg)?;
     one::<crate::review::LabelOutcome>(&cfg)?;
     one::<crate::review::AuditReport>(&cfg)?;
+    one::<crate::signoff::Checklist>(&cfg)?;
+    one::<crate::signoff::SignInput>(&cfg)?;
+    one::<crate::signoff::DecideInput>(&cfg)?;
     Ok(())
 }
 

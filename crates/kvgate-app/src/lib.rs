@@ -16,6 +16,7 @@ mod location;
 pub mod manifests;
 pub mod review;
 pub mod runs;
+pub mod signoff;
 mod studies;
 pub mod weights;
 

@@ -80,6 +80,10 @@ enum Command {
     /// The audit chain of labels, sign-offs and decisions
     #[command(subcommand)]
     Audit(review::AuditCommand),
+    /// Sign one acceptance check over the sha256 of its current evidence
+    Signoff(review::SignoffArgs),
+    /// Record the decision for a candidate: retain, calibrate or rollback
+    Decide(review::DecideArgs),
 }
 
 /// How a command ended when it did not fail outright.
@@ -143,6 +147,8 @@ async fn run(cli: Cli) -> Result<Outcome, AppError> {
         Command::Analyze(args) => policy::analyze(&app, args).await,
         Command::Review(cmd) => review::run(&app, cmd).await,
         Command::Audit(cmd) => review::audit(&app, cmd).await,
+        Command::Signoff(args) => review::signoff(&app, args).await,
+        Command::Decide(args) => review::decide(&app, args).await,
     };
     app.close().await;
     result

@@ -171,3 +171,103 @@ pub async fn audit(app: &App, cmd: AuditCommand) -> Result<Outcome, AppError> {
         }
     }
 }
+
+/// `kvgate signoff`
+#[derive(Debug, clap::Args)]
+pub struct SignoffArgs {
+    #[arg(long)]
+    study: String,
+    /// compatibility, quality, operations or recovery
+    #[arg(long)]
+    check: String,
+    #[arg(long)]
+    by: String,
+    #[arg(long)]
+    json: bool,
+}
+
+/// `kvgate decide`
+#[derive(Debug, clap::Args)]
+pub struct DecideArgs {
+    #[arg(long)]
+    study: String,
+    /// The candidate cell
+    #[arg(long)]
+    candidate: String,
+    /// retain, calibrate or rollback
+    #[arg(long)]
+    outcome: String,
+    #[arg(long, env = "USER")]
+    by: String,
+    #[arg(long, default_value = "")]
+    rationale: String,
+    #[arg(long)]
+    json: bool,
+}
+
+pub async fn signoff(app: &App, args: SignoffArgs) -> Result<Outcome, AppError> {
+    use kvgate_app::signoff::{Check, SignInput};
+    let check = Check::parse(&args.check).ok_or_else(|| {
+        AppError::new(
+            ErrorCode::InvalidInput,
+            format!(
+                "--check: expected compatibility, quality, operations or recovery, found {:?}",
+                args.check
+            ),
+        )
+    })?;
+    let study = app.study_by_name(&args.study).await?;
+    let event = app
+        .sign_check(SignInput {
+            study_id: study.id,
+            check,
+            by: args.by,
+            expected_sha256: None,
+        })
+        .await?;
+    if args.json {
+        print_json(&event)?;
+    } else {
+        println!(
+            "signed {} over evidence {} (audit event {})",
+            event.subject,
+            event.payload["evidence_sha256"]
+                .as_str()
+                .unwrap_or_default(),
+            event.seq
+        );
+    }
+    Ok(Outcome::Success)
+}
+
+pub async fn decide(app: &App, args: DecideArgs) -> Result<Outcome, AppError> {
+    use kvgate_app::signoff::{DecideInput, DecisionOutcome};
+    let outcome = DecisionOutcome::parse(&args.outcome).ok_or_else(|| {
+        AppError::new(
+            ErrorCode::InvalidInput,
+            format!(
+                "--outcome: expected retain, calibrate or rollback, found {:?}",
+                args.outcome
+            ),
+        )
+    })?;
+    let study = app.study_by_name(&args.study).await?;
+    let event = app
+        .decide(DecideInput {
+            study_id: study.id,
+            candidate: args.candidate,
+            outcome,
+            by: args.by,
+            rationale: args.rationale,
+        })
+        .await?;
+    if args.json {
+        print_json(&event)?;
+    } else {
+        println!(
+            "decided {} for {} (suggested {}; audit event {})",
+            args.outcome, event.subject, event.payload["suggested"], event.seq
+        );
+    }
+    Ok(Outcome::Success)
+}

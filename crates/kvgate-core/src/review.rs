@@ -298,8 +298,10 @@ mod tests {
     #[test]
     fn the_blind_order_is_reproducible_and_mixes_both_ways() {
         let ids: Vec<String> = (0..200)
-            .map(|i| pair_id("C1", &format!("item-{i}")))
+            .map(|i| pair_id(3, "C1", &format!("item-{i}")))
             .collect();
+        assert_eq!(parse_pair_id(&ids[5]), Some((3, "C1", "item-5")));
+        assert_eq!(parse_pair_id("C1/item-5"), None);
         let a: Vec<bool> = ids.iter().map(|p| candidate_is_a("seed-1", p)).collect();
         let again: Vec<bool> = ids.iter().map(|p| candidate_is_a("seed-1", p)).collect();
         assert_eq!(a, again);

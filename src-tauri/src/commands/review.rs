@@ -20,3 +20,27 @@ pub async fn label_pair(app: State<'_, App>, input: LabelInput) -> Result<LabelO
 pub async fn verify_audit(app: State<'_, App>, study_id: i64) -> Result<AuditReport, AppError> {
     app.verify_audit(study_id).await
 }
+
+#[tauri::command]
+pub async fn checklist(
+    app: State<'_, App>,
+    study_id: i64,
+) -> Result<kvgate_app::signoff::Checklist, AppError> {
+    app.checklist(study_id).await
+}
+
+#[tauri::command]
+pub async fn sign_check(
+    app: State<'_, App>,
+    input: kvgate_app::signoff::SignInput,
+) -> Result<kvgate_core::review::AuditEvent, AppError> {
+    app.sign_check(input).await
+}
+
+#[tauri::command]
+pub async fn decide(
+    app: State<'_, App>,
+    input: kvgate_app::signoff::DecideInput,
+) -> Result<kvgate_core::review::AuditEvent, AppError> {
+    app.decide(input).await
+}

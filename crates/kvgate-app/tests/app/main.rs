@@ -7,4 +7,5 @@ mod imports;
 mod manifests;
 mod review;
 mod runs;
+mod signoff;
 mod studies;

@@ -164,3 +164,119 @@ fn label_pairs_then_verify_and_detect_an_outside_edit() {
         stdout(&out)
     );
 }
+
+#[test]
+fn signoff_and_decide_need_a_locked_policy_and_land_in_the_chain() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("ws.sqlite");
+    assert!(kvgate(&db, &["study", "create", "cpu"]).status.success());
+    for file in ["smollm2-135m-cpu-b0.json", "smollm2-135m-cpu-q8.json"] {
+        let path = repo(&format!("fixtures/manifests/{file}"));
+        assert!(kvgate(
+            &db,
+            &[
+                "manifest",
+                "freeze",
+                "--study",
+                "cpu",
+                path.to_str().unwrap()
+            ]
+        )
+        .status
+        .success());
+    }
+    let out = kvgate(
+        &db,
+        &[
+            "signoff", "--study", "cpu", "--check", "quality", "--by", "arch",
+        ],
+    );
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("no locked acceptance policy"),
+        "{}",
+        stderr(&out)
+    );
+    let policy = repo("fixtures/policies/demo-cpu.json");
+    let out = kvgate(
+        &db,
+        &[
+            "policy",
+            "lock",
+            "--study",
+            "cpu",
+            "--file",
+            policy.to_str().unwrap(),
+            "--by",
+            "owner",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    for check in ["compatibility", "quality", "operations", "recovery"] {
+        let out = kvgate(
+            &db,
+            &[
+                "signoff", "--study", "cpu", "--check", check, "--by", "arch",
+            ],
+        );
+        assert!(out.status.success(), "{check}: {}", stderr(&out));
+        assert!(
+            stdout(&out).starts_with(&format!("signed {check} over evidence ")),
+            "{}",
+            stdout(&out)
+        );
+    }
+    let out = kvgate(
+        &db,
+        &[
+            "signoff", "--study", "cpu", "--check", "vibes", "--by", "arch",
+        ],
+    );
+    assert!(
+        stderr(&out).contains("--check: expected compatibility"),
+        "{}",
+        stderr(&out)
+    );
+    let out = kvgate(
+        &db,
+        &[
+            "decide",
+            "--study",
+            "cpu",
+            "--candidate",
+            "Q8",
+            "--outcome",
+            "calibrate",
+            "--by",
+            "arch",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("decided calibrate for Q8"),
+        "{}",
+        stdout(&out)
+    );
+    let out = kvgate(
+        &db,
+        &[
+            "decide",
+            "--study",
+            "cpu",
+            "--candidate",
+            "Q8",
+            "--outcome",
+            "ship",
+            "--by",
+            "arch",
+        ],
+    );
+    assert!(!out.status.success());
+    let out = kvgate(&db, &["audit", "verify", "--study", "cpu"]);
+    assert!(out.status.success());
+    assert!(
+        stdout(&out).contains("intact: 5 audit events"),
+        "{}",
+        stdout(&out)
+    );
+}

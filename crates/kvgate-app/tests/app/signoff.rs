@@ -1,0 +1,167 @@
+//! The acceptance checklist: signatures over evidence digests, voided when the evidence
+//! changes; decisions recorded in the audit chain with the outcome the table suggested.
+
+use kvgate_app::analysis::LockPolicyInput;
+use kvgate_app::imports::ImportInput;
+use kvgate_app::review::{LabelInput, ReviewFilter};
+use kvgate_app::signoff::{Check, DecideInput, DecisionOutcome, SignInput};
+use kvgate_app::{App, DbLocation, ErrorCode};
+use kvgate_core::review::AdjudicationLabel;
+use kvgate_core::study::NewStudy;
+use kvgate_formats::import::ImportFormat;
+
+const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../");
+
+async fn demo_study(dir: &tempfile::TempDir) -> (App, i64) {
+    let app = App::open(DbLocation::Path(dir.path().join("ws.sqlite")))
+        .await
+        .unwrap();
+    let study = app
+        .create_study(NewStudy {
+            name: "signoff".into(),
+            description: String::new(),
+        })
+        .await
+        .unwrap();
+    for file in ["smollm2-135m-cpu-b0.json", "smollm2-135m-cpu-q8.json"] {
+        let text = std::fs::read_to_string(format!("{ROOT}fixtures/manifests/{file}")).unwrap();
+        let draft = app.save_manifest_draft(study.id, &text).await.unwrap();
+        let digest = kvgate_core::manifest::Manifest::from_json(&text)
+            .unwrap()
+            .digest()
+            .unwrap();
+        app.freeze_manifest(study.id, &draft.cell, &digest)
+            .await
+            .unwrap();
+    }
+    app.lock_policy(LockPolicyInput {
+        study_id: study.id,
+        policy_json: std::fs::read_to_string(format!("{ROOT}fixtures/policies/demo-cpu.json"))
+            .unwrap(),
+        locked_by: "owner".into(),
+    })
+    .await
+    .unwrap();
+    for (cell, file) in [("B0", "b0-f16"), ("Q8", "q8-q8_0")] {
+        app.import_file(
+            ImportInput {
+                study_id: study.id,
+                cell: cell.into(),
+                format: ImportFormat::Jsonl,
+                path: format!("{ROOT}fixtures/demo/runs/{file}.kvgate-run.jsonl"),
+                mapping: None,
+                job: None,
+            },
+            |_| {},
+        )
+        .await
+        .unwrap();
+    }
+    (app, study.id)
+}
+
+#[tokio::test]
+async fn signatures_hold_until_their_evidence_changes_and_decisions_are_chained() {
+    let dir = tempfile::tempdir().unwrap();
+    let (app, sid) = demo_study(&dir).await;
+    let list = app.checklist(sid).await.unwrap();
+    assert_eq!(list.checks.len(), 4);
+    assert!(list.checks.iter().all(|c| c.signed.is_none() && !c.valid));
+    // The digest is stable while nothing changes.
+    let again = app.checklist(sid).await.unwrap();
+    for (a, b) in list.checks.iter().zip(&again.checks) {
+        assert_eq!(a.evidence_sha256, b.evidence_sha256);
+    }
+    for c in &list.checks {
+        let e = app
+            .sign_check(SignInput {
+                study_id: sid,
+                check: c.check,
+                by: "architect".into(),
+                expected_sha256: Some(c.evidence_sha256.clone()),
+            })
+            .await
+            .unwrap();
+        assert_eq!(e.payload["evidence_sha256"], c.evidence_sha256.as_str());
+    }
+    let list = app.checklist(sid).await.unwrap();
+    assert!(
+        list.checks.iter().all(|c| c.valid),
+        "{:?}",
+        list.checks
+            .iter()
+            .map(|c| &c.void_reason)
+            .collect::<Vec<_>>()
+    );
+
+    // A label changes the quality evidence: that signature is void, the others hold.
+    let queue = app
+        .review_queue(
+            sid,
+            ReviewFilter {
+                agreeing_sample: 1,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    app.label_pair(LabelInput {
+        pair_id: queue.pairs[0].pair_id.clone(),
+        label: AdjudicationLabel::BothWrong,
+        note: String::new(),
+        by: "reviewer".into(),
+    })
+    .await
+    .unwrap();
+    let list = app.checklist(sid).await.unwrap();
+    for c in &list.checks {
+        assert_eq!(c.valid, c.check != Check::Quality, "{:?}", c.check);
+    }
+    let quality = list
+        .checks
+        .iter()
+        .find(|c| c.check == Check::Quality)
+        .unwrap();
+    assert!(quality.void_reason.as_ref().unwrap().contains("void"));
+    // Signing against a digest that is no longer current is refused.
+    let stale = app
+        .sign_check(SignInput {
+            study_id: sid,
+            check: Check::Quality,
+            by: "architect".into(),
+            expected_sha256: Some("0".repeat(64)),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(stale.code, ErrorCode::Conflict);
+
+    // The decision records the suggestion and the state of every check.
+    let e = app
+        .decide(DecideInput {
+            study_id: sid,
+            candidate: "Q8".into(),
+            outcome: DecisionOutcome::Retain,
+            by: "architect".into(),
+            rationale: "no answer accepted on either side".into(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(e.payload["outcome"], "retain");
+    assert!(e.payload["suggested"].is_string());
+    assert_eq!(e.payload["checks"].as_array().unwrap().len(), 4);
+    let err = app
+        .decide(DecideInput {
+            study_id: sid,
+            candidate: "B0".into(),
+            outcome: DecisionOutcome::Retain,
+            by: "architect".into(),
+            rationale: String::new(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::NotFound);
+    assert_eq!(app.checklist(sid).await.unwrap().decisions.len(), 1);
+    let report = app.verify_audit(sid).await.unwrap();
+    assert!(report.intact, "{report:?}");
+    assert_eq!(report.events, 6);
+}
