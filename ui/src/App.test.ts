@@ -26,6 +26,9 @@ vi.mock('$lib/ipc', async (importOriginal) => ({
   checkPolicy: vi.fn(),
   analyzeStudy: vi.fn(),
   runDetail: vi.fn(),
+  reviewQueue: vi.fn(),
+  labelPair: vi.fn(),
+  verifyAudit: vi.fn(),
 }));
 
 import * as ipc from '$lib/ipc';
@@ -33,7 +36,7 @@ import App from './App.svelte';
 import { analysis } from './routes/results/results-fixture';
 
 const ipcMock = vi.mocked(ipc);
-const BUILT: readonly string[] = ['studies', 'manifests', 'fixtures', 'runs', 'policy', 'results'];
+const BUILT: readonly string[] = ['studies', 'manifests', 'fixtures', 'runs', 'policy', 'results', 'review'];
 const study = {
   id: 4,
   name: 'FP8 KV, Llama 8B',
@@ -71,6 +74,8 @@ beforeEach(() => {
   });
   ipcMock.onImportProgress.mockResolvedValue(() => {});
   ipcMock.onFileDrag.mockResolvedValue(() => {});
+  ipcMock.reviewQueue.mockResolvedValue({ study_id: study.id, seed: 's', pairs: [], disagreements: {}, labelled: 0 });
+  ipcMock.verifyAudit.mockResolvedValue({ study_id: study.id, events: 0, intact: true, chain_break: null, tampered: [] });
 });
 
 afterEach(() => {

@@ -14,6 +14,9 @@ import type { ImportInput } from '$lib/bindings/ImportInput';
 import type { ImportPreview } from '$lib/bindings/ImportPreview';
 import type { ImportSummary } from '$lib/bindings/ImportSummary';
 import type { LoadedCorpus } from '$lib/bindings/LoadedCorpus';
+import type { AuditReport } from '$lib/bindings/AuditReport';
+import type { LabelInput } from '$lib/bindings/LabelInput';
+import type { LabelOutcome } from '$lib/bindings/LabelOutcome';
 import type { LoadRunInput } from '$lib/bindings/LoadRunInput';
 import type { LockedPolicy } from '$lib/bindings/LockedPolicy';
 import type { LockPolicyInput } from '$lib/bindings/LockPolicyInput';
@@ -27,6 +30,8 @@ import type { PairsPlan } from '$lib/bindings/PairsPlan';
 import type { PolicyProblem } from '$lib/bindings/PolicyProblem';
 import type { PolicyStatus } from '$lib/bindings/PolicyStatus';
 import type { QualityRunInput } from '$lib/bindings/QualityRunInput';
+import type { ReviewFilter } from '$lib/bindings/ReviewFilter';
+import type { ReviewQueue } from '$lib/bindings/ReviewQueue';
 import type { RunDetail } from '$lib/bindings/RunDetail';
 import type { RunEvent } from '$lib/bindings/RunEvent';
 import type { RunSummary } from '$lib/bindings/RunSummary';
@@ -203,3 +208,14 @@ export const analyzeStudy = (studyId: number): Promise<Wire<StudyAnalysis>> => c
 /** How many paired items a non-inferiority test at this margin needs (McNemar, normal approximation). */
 export const planPairs = (margin: number, discordanceRate: number, alpha: number, power: number): Promise<Wire<PairsPlan>> =>
   call('plan_pairs', { margin, discordanceRate, alpha, power });
+
+/** The study's blind review queue: disagreements per the filter, and on request a sample of
+ * agreeing pairs. Sides are "A" and "B"; which one is the candidate is given only once labelled. */
+export const reviewQueue = (studyId: number, filter: Wire<ReviewFilter>): Promise<Wire<ReviewQueue>> =>
+  call('review_queue', { studyId, filter });
+
+/** Labels (or relabels) a pair, appended to the study's audit chain; resolves to the reveal. */
+export const labelPair = (input: Wire<LabelInput>): Promise<Wire<LabelOutcome>> => call('label_pair', { input });
+
+/** Verifies the study's audit chain and compares every stored label with what the chain records. */
+export const verifyAudit = (studyId: number): Promise<Wire<AuditReport>> => call('verify_audit', { studyId });

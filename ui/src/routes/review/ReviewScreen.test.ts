@@ -1,0 +1,260 @@
+import { fireEvent, render, screen, waitFor, within } from '@testing-library/svelte';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
+import type { Study } from '$lib/bindings/Study';
+import type { Wire } from '$lib/ipc';
+import type { AuditReport } from '$lib/bindings/AuditReport';
+import type { ReviewQueue } from '$lib/bindings/ReviewQueue';
+
+vi.mock('$lib/ipc', async (importOriginal) => ({
+  ...(await importOriginal<typeof import('$lib/ipc')>()),
+  reviewQueue: vi.fn(),
+  labelPair: vi.fn(),
+  verifyAudit: vi.fn(),
+}));
+
+import * as ipc from '$lib/ipc';
+import { Workspace } from '$lib/workspace.svelte';
+import ReviewScreen from './ReviewScreen.svelte';
+import { ReviewModel } from './review.svelte';
+import type { Pair } from './review-view';
+
+const ipcMock = vi.mocked(ipc);
+const study: Study = { id: 7, name: 'FP8 KV demo', description: '', provenance: 'synthetic_demo', created_at: '2026-03-03T08:00:00Z' };
+const ITEM = 'eval-42-de-long-end-numeric-present-003';
+const XSS = '<img src=x onerror=alert(1)>';
+
+function side(accepted: boolean, torque: string, text: string): Pair['a'] {
+  return {
+    output_text: text,
+    status: 'ok',
+    accepted,
+    verdict: {
+      accepted,
+      reasons: accepted ? [] : ['factor_of_ten'],
+      fenced: false,
+      extracted: [
+        { key: 'asset', kind: 'string', json: '"PX-12"' },
+        { key: 'revision', kind: 'string', json: '"C"' },
+        { key: 'nominal_torque', kind: 'number', json: torque },
+        { key: 'unit', kind: 'string', json: '"N·m"' },
+      ],
+      detail: accepted
+        ? []
+        : [{ reason: 'factor_of_ten', field: 'nominal_torque', expected: '12.5', found: torque, text: 'off by a factor of ten' }],
+    },
+    ttft_ms: accepted ? 81.5 : null,
+    e2e_ms: 412,
+    completion_tokens: null,
+    run_id: accepted ? 1 : 2,
+  };
+}
+
+function pair(n: number, over: Partial<Pair> = {}): Pair {
+  return {
+    pair_id: `7:Q8/${ITEM.slice(0, -3)}${String(n).padStart(3, '0')}`,
+    candidate: 'Q8',
+    item_id: ITEM,
+    strata: { language: 'de', length_class: 'long', position: 'end', task_type: 'numeric', answer_kind: 'present' },
+    disagreement: true,
+    a: side(true, '12.50', '{"asset":"PX-12","revision":"C","nominal_torque":12.50,"unit":"N·m"}'),
+    b: side(false, '125', XSS),
+    item: {
+      id: ITEM,
+      synthetic: true,
+      split: 'evaluation',
+      language: 'de',
+      length_class: 'long',
+      token_count: 9000,
+      position: 'end',
+      task_type: 'numeric',
+      answer_kind: 'present',
+      asked_asset: 'PX-12',
+      messages: [
+        { role: 'system', content: 'Answer with JSON.' },
+        { role: 'user', content: 'Records:\nPX-12 rev C torque 12.5 N·m\nPX-21 rev C torque 125 N·m\nWhat is the torque of PX-12?' },
+      ],
+      prompt_text: '',
+      expected: { asset: 'PX-12', revision: 'C', nominal_torque: 12.5, unit: 'N·m' },
+      evidence: ['PX-12 rev C torque 12.5 N·m'],
+      distractors: [{ kinds: ['similar_identifier', 'factor_of_ten'], text: 'PX-21 rev C torque 125 N·m' }],
+    },
+    item_note: null,
+    label: null,
+    note: null,
+    candidate_is_a: null,
+    ...over,
+  };
+}
+
+function queue(pairs: Pair[], over: Partial<Wire<ReviewQueue>> = {}): Wire<ReviewQueue> {
+  return { study_id: 7, seed: 'seed-1', pairs, disagreements: { C1: 0, Q8: pairs.length }, labelled: 0, ...over };
+}
+
+const intact: Wire<AuditReport> = { study_id: 7, events: 0, intact: true, chain_break: null, tampered: [] };
+
+function setup() {
+  const workspace = new Workspace();
+  workspace.current = study;
+  workspace.studiesState = 'ready';
+  const review = new ReviewModel();
+  render(ReviewScreen, { workspace, review });
+  return { review };
+}
+
+beforeEach(() => {
+  vi.resetAllMocks();
+  localStorage.clear();
+  ipcMock.verifyAudit.mockResolvedValue(intact);
+});
+
+describe('Review screen', () => {
+  it('shows the pair blind: sides A and B, no cell name on a side, output as text', async () => {
+    ipcMock.reviewQueue.mockResolvedValue(queue([pair(1), pair(2)]));
+    setup();
+    const a = await screen.findByTestId('review-side-a');
+    const b = screen.getByTestId('review-side-b');
+    expect(ipcMock.reviewQueue).toHaveBeenCalledWith(7, { candidate: null, strata: {}, reason: null, agreeing_sample: 0 });
+    expect(ipcMock.verifyAudit).toHaveBeenCalledWith(7);
+    for (const s of [a, b]) {
+      expect(s.textContent).not.toContain('Q8');
+      expect(s.textContent).not.toContain('B0');
+    }
+    expect(screen.queryByTestId('review-reveal')).toBeNull();
+    // The markup in an output is shown as text, never parsed.
+    expect(within(b).getByTestId('review-side-output').textContent).toBe(XSS);
+    expect(b.querySelector('img')).toBeNull();
+    expect(document.querySelector('img')).toBeNull();
+    expect(within(b).getByTestId('review-side-verdict').textContent?.trim()).toBe('rejected');
+    expect(within(b).getByTestId('review-side-reasons').textContent).toContain('off by a factor of ten');
+    expect(within(b).getByTestId('review-side-ttft').textContent).toBe('absent');
+    expect(within(a).getByTestId('review-side-ttft').textContent).toBe('81.5 ms');
+    expect(within(a).getByTestId('review-side-tokens').textContent).toBe('absent');
+
+    const torque = within(screen.getByTestId('review-diff'))
+      .getAllByTestId('review-diff-row')
+      .find((r) => r.dataset['key'] === 'nominal_torque')!;
+    const cells = torque.querySelectorAll('td');
+    expect([...cells].map((c) => c.textContent)).toEqual(['12.5', '12.50', '125']);
+    expect([...cells].map((c) => c.dataset['differs'])).toEqual([undefined, 'false', 'true']);
+
+    expect(screen.getByTestId('review-evidence').textContent).toBe('PX-12 rev C torque 12.5 N·m');
+    expect(screen.getByTestId('review-distractor').textContent).toBe('PX-21 rev C torque 125 N·m');
+    expect(screen.getByTestId('review-count-disagreements').textContent?.replace(/\s+/g, ' ')).toContain('Q8: 2');
+    expect(screen.getByTestId('review-count-disagreements').textContent?.replace(/\s+/g, ' ')).toContain('C1: 0');
+
+    const rows = screen.getAllByTestId('review-pair-row');
+    expect(rows.map((r) => r.dataset['label'])).toEqual(['unlabelled', 'unlabelled']);
+    expect(rows[0]!.getAttribute('aria-current')).toBe('true');
+  });
+
+  it('labels with a key, then reveals the sides and updates the row; the chain is verified again', async () => {
+    ipcMock.reviewQueue.mockResolvedValue(queue([pair(1), pair(2)]));
+    const p = pair(1);
+    ipcMock.labelPair.mockResolvedValue({
+      event: { seq: 1, at: '2026-03-03T09:00:00Z', actor: 'Ana', kind: 'label', subject: p.pair_id, payload: {}, previous: null, prev_hash: '0', hash: '1' },
+      candidate_is_a: false,
+      candidate: 'Q8',
+    });
+    setup();
+    await screen.findByTestId('review-side-a');
+    // r does nothing before a label.
+    await fireEvent.keyDown(window, { key: 'r' });
+    expect(screen.queryByTestId('review-reveal')).toBeNull();
+
+    const reviewer = screen.getByTestId('review-reviewer') as HTMLInputElement;
+    await fireEvent.input(reviewer, { target: { value: 'Ana' } });
+    expect(localStorage.getItem('kvgate.reviewer')).toBe('Ana');
+    const note = screen.getByTestId('review-note') as HTMLTextAreaElement;
+    await fireEvent.input(note, { target: { value: 'B wrote 125' } });
+    // Typing a digit in the note does not label.
+    await fireEvent.keyDown(note, { key: '1' });
+    expect(ipcMock.labelPair).not.toHaveBeenCalled();
+
+    await fireEvent.keyDown(window, { key: '1' });
+    await waitFor(() => expect(screen.getByTestId('review-reveal').textContent).toBe('A = B0, B = Q8'));
+    expect(ipcMock.labelPair).toHaveBeenCalledWith({ pair_id: p.pair_id, label: 'candidate_regression', note: 'B wrote 125', by: 'Ana' });
+    const row = screen.getAllByTestId('review-pair-row').find((r) => r.dataset['pairId'] === p.pair_id)!;
+    expect(row.dataset['label']).toBe('candidate_regression');
+    expect(screen.getByTestId('review-count-labelled').textContent).toBe('labelled: 1');
+    expect(screen.getByTestId('review-label-candidate_regression').getAttribute('aria-pressed')).toBe('true');
+    await waitFor(() => expect(ipcMock.verifyAudit).toHaveBeenCalledTimes(2));
+
+    // j moves to the next pair, which is blind again.
+    await fireEvent.keyDown(window, { key: 'j' });
+    expect(screen.getAllByTestId('review-pair-row')[1]!.getAttribute('aria-current')).toBe('true');
+    expect(screen.queryByTestId('review-reveal')).toBeNull();
+    expect((screen.getByTestId('review-note') as HTMLTextAreaElement).value).toBe('');
+    await fireEvent.keyDown(window, { key: 'k' });
+    expect(screen.getByTestId('review-reveal').textContent).toBe('A = B0, B = Q8');
+  });
+
+  it('asks for the reviewer name before labelling', async () => {
+    ipcMock.reviewQueue.mockResolvedValue(queue([pair(1)]));
+    setup();
+    await screen.findByTestId('review-side-a');
+    await fireEvent.click(screen.getByTestId('review-label-both_wrong'));
+    expect(ipcMock.labelPair).not.toHaveBeenCalled();
+    expect(screen.getByTestId('review-label-error').textContent).toContain('reviewer');
+  });
+
+  it('reveals an already labelled pair only on request', async () => {
+    ipcMock.reviewQueue.mockResolvedValue(queue([pair(1, { label: 'both_acceptable', note: 'fine', candidate_is_a: true })], { labelled: 1 }));
+    setup();
+    await screen.findByTestId('review-side-a');
+    expect(screen.queryByTestId('review-reveal')).toBeNull();
+    expect((screen.getByTestId('review-note') as HTMLTextAreaElement).value).toBe('fine');
+    await fireEvent.keyDown(window, { key: 'r' });
+    expect(screen.getByTestId('review-reveal').textContent).toBe('A = Q8, B = B0');
+  });
+
+  it('shows a permanent tamper warning listing the chain break and every tampered label', async () => {
+    ipcMock.reviewQueue.mockResolvedValue(queue([pair(1)]));
+    ipcMock.verifyAudit.mockResolvedValue({
+      study_id: 7,
+      events: 4,
+      intact: false,
+      chain_break: { seq: 3, reason: 'hash does not match the content' },
+      tampered: ['7:Q8/x-001: database says both_acceptable, chain says candidate_regression', '7:Q8/x-002: not in the chain'],
+    });
+    setup();
+    const banner = await screen.findByTestId('review-tamper');
+    expect(banner.textContent).toContain('event 3');
+    expect(banner.textContent).toContain('hash does not match the content');
+    expect(within(banner).getAllByTestId('review-tamper-line').map((l) => l.textContent)).toEqual([
+      '7:Q8/x-001: database says both_acceptable, chain says candidate_regression',
+      '7:Q8/x-002: not in the chain',
+    ]);
+    expect(within(banner).queryByRole('button')).toBeNull();
+  });
+
+  it('sends the filters to the backend', async () => {
+    ipcMock.reviewQueue.mockResolvedValue(queue([pair(1)]));
+    setup();
+    await screen.findByTestId('review-side-a');
+    await fireEvent.change(screen.getByTestId('review-filter-candidate'), { target: { value: 'Q8' } });
+    await fireEvent.change(screen.getByTestId('review-filter-language'), { target: { value: 'de' } });
+    await fireEvent.change(screen.getByTestId('review-filter-reason'), { target: { value: 'factor_of_ten' } });
+    await fireEvent.change(screen.getByTestId('review-filter-agreeing'), { target: { value: '20' } });
+    expect(ipcMock.reviewQueue).toHaveBeenLastCalledWith(7, {
+      candidate: 'Q8',
+      strata: { language: 'de' },
+      reason: 'factor_of_ten',
+      agreeing_sample: 20,
+    });
+  });
+
+  it('renders only a window of a 100,000-pair queue', async () => {
+    const many = Array.from({ length: 100_000 }, (_, i) => pair(i));
+    ipcMock.reviewQueue.mockResolvedValue(queue(many));
+    setup();
+    await screen.findByTestId('review-side-a');
+    expect(screen.getAllByTestId('review-pair-row').length).toBeLessThan(40);
+  });
+
+  it('says why the item is absent', async () => {
+    ipcMock.reviewQueue.mockResolvedValue(queue([pair(1, { item: null, item_note: 'the run recorded no corpus' })]));
+    setup();
+    expect((await screen.findByTestId('review-item-note')).textContent).toContain('the run recorded no corpus');
+    expect(screen.getByTestId('review-diff')).toBeTruthy();
+  });
+});

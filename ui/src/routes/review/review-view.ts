@@ -1,0 +1,304 @@
+// Presentation of the blind review queue: the window of rows a long list renders, the keys a
+// reviewer presses, the field-by-field diff of extracted values, and label names. Nothing here
+// decides a label or reveals a side: the backend gives `candidate_is_a` only once a pair is labelled.
+
+import type { Wire } from '$lib/ipc';
+import type { AdjudicationLabel } from '$lib/bindings/AdjudicationLabel';
+import type { AnswerKind } from '$lib/bindings/AnswerKind';
+import type { Distractor } from '$lib/bindings/Distractor';
+import type { ExpectedAnswer } from '$lib/bindings/ExpectedAnswer';
+import type { ExtractedField } from '$lib/bindings/ExtractedField';
+import type { ItemStrata } from '$lib/bindings/ItemStrata';
+import type { Language } from '$lib/bindings/Language';
+import type { LengthClass } from '$lib/bindings/LengthClass';
+import type { Position } from '$lib/bindings/Position';
+import type { ReasonCode } from '$lib/bindings/ReasonCode';
+import type { ReviewPair } from '$lib/bindings/ReviewPair';
+import type { TaskType } from '$lib/bindings/TaskType';
+
+export type Pair = Wire<ReviewPair>;
+
+/** What a missing measurement reads as: never 0, never blank. */
+export const ABSENT = 'absent';
+
+// ---------------------------------------------------------------------------------------------
+// Labels
+
+/** The five labels in the order of their keys 1–5. */
+export const LABELS: readonly AdjudicationLabel[] = [
+  'candidate_regression',
+  'baseline_error',
+  'both_acceptable',
+  'both_wrong',
+  'ambiguous_item',
+];
+
+export const LABEL_NAME: Record<AdjudicationLabel, string> = {
+  candidate_regression: 'Candidate regression',
+  baseline_error: 'Baseline error',
+  both_acceptable: 'Both acceptable',
+  both_wrong: 'Both wrong',
+  ambiguous_item: 'Ambiguous item',
+};
+
+/** A row's label as read in the list: its name, or "unlabelled". */
+export function labelText(label: AdjudicationLabel | null | undefined): string {
+  return label ? LABEL_NAME[label] : 'unlabelled';
+}
+
+/** Which side is which, once labelled: "A = Q8, B = B0". */
+export function revealText(candidateIsA: boolean, candidate: string): string {
+  return candidateIsA ? `A = ${candidate}, B = B0` : `A = B0, B = ${candidate}`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Filters
+
+export const LANGUAGES: readonly Language[] = ['en', 'de'];
+export const LENGTH_CLASSES: readonly LengthClass[] = ['short', 'medium', 'long'];
+export const POSITIONS: readonly Position[] = ['begin', 'middle', 'end'];
+export const TASK_TYPES: readonly TaskType[] = ['literal', 'numeric', 'multi_document', 'business_rule'];
+export const ANSWER_KINDS: readonly AnswerKind[] = ['present', 'absent'];
+export const REASON_CODES: readonly ReasonCode[] = [
+  'malformed',
+  'missing_field',
+  'extra_field',
+  'wrong_type',
+  'wrong_asset',
+  'wrong_revision',
+  'factor_of_ten',
+  'wrong_value',
+  'wrong_unit',
+  'invented_value',
+  'unexpected_refusal',
+  'timeout',
+  'error',
+];
+
+/** The strata of an item for a row: "de · long · end · numeric · present"; "strata unknown" without. */
+export function strataText(s: ItemStrata | null | undefined): string {
+  if (!s) return 'strata unknown';
+  return [s.language, s.length_class, s.position, s.task_type.replace('_', ' '), s.answer_kind].join(' · ');
+}
+
+/** A count of agreeing pairs from the input: a whole number ≥ 0 (anything else reads as 0). */
+export function agreeingSample(text: string | number): number {
+  const n = typeof text === 'number' ? text : Number(String(text).trim());
+  if (!Number.isFinite(n) || n < 0) return 0;
+  return Math.min(Math.floor(n), 1_000_000);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Windowing: a list of fixed-height rows renders only the rows in view (plus a margin).
+
+export type RowWindow = {
+  /** First row rendered (inclusive). */
+  start: number;
+  /** Row after the last rendered (exclusive). */
+  end: number;
+  /** Pixels above the first rendered row. */
+  offset: number;
+  /** Height of the whole list in pixels. */
+  total: number;
+};
+
+/** The rows to render for a scroll position; `overscan` rows more on each side. */
+export function rowWindow(scrollTop: number, viewport: number, rowHeight: number, count: number, overscan = 5): RowWindow {
+  const total = Math.max(0, count) * rowHeight;
+  if (count <= 0 || rowHeight <= 0) return { start: 0, end: 0, offset: 0, total: Math.max(0, total) };
+  const maxTop = Math.max(0, total - Math.max(0, viewport));
+  const top = Math.min(Math.max(0, scrollTop), maxTop);
+  const first = Math.floor(top / rowHeight);
+  const visible = Math.ceil(Math.max(0, viewport) / rowHeight) + 1;
+  const start = Math.max(0, first - overscan);
+  const end = Math.min(count, first + visible + overscan);
+  return { start, end, offset: start * rowHeight, total };
+}
+
+/** The scroll position that brings row `index` into view, moving as little as possible; the
+ * current one when it is already fully visible. */
+export function scrollToRow(index: number, scrollTop: number, viewport: number, rowHeight: number): number {
+  const top = index * rowHeight;
+  const bottom = top + rowHeight;
+  if (top < scrollTop) return top;
+  if (bottom > scrollTop + viewport) return Math.max(0, bottom - viewport);
+  return scrollTop;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Keys
+
+export type KeyAction =
+  | { kind: 'next' }
+  | { kind: 'previous' }
+  | { kind: 'label'; label: AdjudicationLabel }
+  | { kind: 'reveal' }
+  | { kind: 'note' };
+
+export type KeyLike = {
+  key: string;
+  ctrlKey?: boolean;
+  metaKey?: boolean;
+  altKey?: boolean;
+  target?: EventTarget | null;
+};
+
+/** True when a key goes into a field the user types in (inputs, text areas, selects, editable text). */
+export function isTypingTarget(target: EventTarget | null | undefined): boolean {
+  if (!target || typeof (target as Element).tagName !== 'string') return false;
+  const el = target as HTMLElement;
+  const tag = el.tagName.toLowerCase();
+  if (tag === 'textarea' || tag === 'select') return true;
+  if (tag === 'input') {
+    const type = ((el as HTMLInputElement).type || 'text').toLowerCase();
+    return !['button', 'submit', 'reset', 'checkbox', 'radio', 'range', 'color', 'file', 'image'].includes(type);
+  }
+  return el.isContentEditable === true || el.getAttribute?.('contenteditable') === 'true';
+}
+
+/** What a key press does on the Review screen; null when it does nothing (or the user is typing). */
+export function keyAction(event: KeyLike): KeyAction | null {
+  if (event.ctrlKey || event.metaKey || event.altKey) return null;
+  if (isTypingTarget(event.target)) return null;
+  switch (event.key) {
+    case 'j':
+    case 'ArrowDown':
+      return { kind: 'next' };
+    case 'k':
+    case 'ArrowUp':
+      return { kind: 'previous' };
+    case 'r':
+      return { kind: 'reveal' };
+    case 'n':
+      return { kind: 'note' };
+  }
+  const digit = /^[1-5]$/.test(event.key) ? Number(event.key) : 0;
+  const label = digit ? LABELS[digit - 1] : undefined;
+  return label ? { kind: 'label', label } : null;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Field-by-field diff
+
+export type DiffRow = {
+  key: string;
+  /** JSON text; null when the field is not there. */
+  expected: string | null;
+  a: string | null;
+  b: string | null;
+  /** Differs from the expected value (or, without one, from the other side). */
+  aDiffers: boolean;
+  bDiffers: boolean;
+};
+
+function numberOf(json: string): number | null {
+  const t = json.trim();
+  if (!/^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/.test(t)) return null;
+  const n = Number(t);
+  return Number.isFinite(n) ? n : null;
+}
+
+/** Whether two JSON texts hold the same value: numbers compare as numbers (12.50 = 12.5, 12.5 ≠ 125),
+ * anything else as its JSON text with insignificant whitespace removed. Absent equals absent only. */
+export function sameJson(x: string | null, y: string | null): boolean {
+  if (x === null || y === null) return x === y;
+  const nx = numberOf(x);
+  const ny = numberOf(y);
+  if (nx !== null && ny !== null) return nx === ny;
+  return canonicalJson(x) === canonicalJson(y);
+}
+
+function canonicalJson(text: string): string {
+  try {
+    return JSON.stringify(JSON.parse(text));
+  } catch {
+    return text.trim();
+  }
+}
+
+/** Rows of expected vs A vs B per key: the expected answer's keys first, then any other key in the
+ * order the sides wrote them. A side's cell differs when it does not hold the expected value. */
+export function diffFields(
+  expected: ExpectedAnswer | null | undefined,
+  a: readonly ExtractedField[] | null | undefined,
+  b: readonly ExtractedField[] | null | undefined,
+): DiffRow[] {
+  const exp = new Map<string, string>();
+  if (expected) for (const [k, v] of Object.entries(expected)) exp.set(k, JSON.stringify(v));
+  const side = (fields: readonly ExtractedField[] | null | undefined) => {
+    const m = new Map<string, string>();
+    for (const f of fields ?? []) if (!m.has(f.key)) m.set(f.key, f.json);
+    return m;
+  };
+  const ma = side(a);
+  const mb = side(b);
+  const keys: string[] = [...exp.keys()];
+  for (const k of [...ma.keys(), ...mb.keys()]) if (!keys.includes(k)) keys.push(k);
+  return keys.map((key) => {
+    const e = exp.get(key) ?? null;
+    const va = ma.get(key) ?? null;
+    const vb = mb.get(key) ?? null;
+    const hasExpected = expected !== null && expected !== undefined;
+    return {
+      key,
+      expected: e,
+      a: va,
+      b: vb,
+      aDiffers: hasExpected ? !sameJson(va, e) : !sameJson(va, vb),
+      bDiffers: hasExpected ? !sameJson(vb, e) : !sameJson(va, vb),
+    };
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The prompt, with its evidence and look-alike records marked
+
+export type Segment = { text: string; kind: 'plain' | 'evidence' | 'distractor'; note?: string };
+
+/** Splits a prompt into plain text, evidence records and distractor records (first match wins,
+ * never overlapping). Records not found in the text are simply not marked. */
+export function markPrompt(text: string, evidence: readonly string[], distractors: readonly Distractor[]): Segment[] {
+  type Mark = { from: number; to: number; kind: 'evidence' | 'distractor'; note?: string };
+  const marks: Mark[] = [];
+  const add = (needle: string, kind: Mark['kind'], note?: string) => {
+    const n = needle.trim();
+    if (!n) return;
+    let from = text.indexOf(n);
+    while (from >= 0) {
+      const to = from + n.length;
+      if (!marks.some((m) => from < m.to && to > m.from)) {
+        marks.push(note === undefined ? { from, to, kind } : { from, to, kind, note });
+      }
+      from = text.indexOf(n, to);
+    }
+  };
+  for (const e of evidence) add(e, 'evidence');
+  for (const d of distractors) add(d.text, 'distractor', d.kinds.map((k) => k.replaceAll('_', ' ')).join(', '));
+  marks.sort((x, y) => x.from - y.from);
+  const out: Segment[] = [];
+  let at = 0;
+  for (const m of marks) {
+    if (m.from > at) out.push({ text: text.slice(at, m.from), kind: 'plain' });
+    const seg: Segment = { text: text.slice(m.from, m.to), kind: m.kind };
+    if (m.note !== undefined) seg.note = m.note;
+    out.push(seg);
+    at = m.to;
+  }
+  if (at < text.length) out.push({ text: text.slice(at), kind: 'plain' });
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Numbers
+
+/** Milliseconds with one decimal; "absent" when not measured. */
+export function formatMs(v: number | null | undefined): string {
+  if (v === null || v === undefined || !Number.isFinite(v)) return ABSENT;
+  return `${v.toLocaleString('en-US', { maximumFractionDigits: 1 })} ms`;
+}
+
+/** A count; "absent" when not measured. */
+export function formatCount(v: number | null | undefined): string {
+  if (v === null || v === undefined || !Number.isFinite(v)) return ABSENT;
+  return v.toLocaleString('en-US');
+}
