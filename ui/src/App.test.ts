@@ -29,6 +29,9 @@ vi.mock('$lib/ipc', async (importOriginal) => ({
   reviewQueue: vi.fn(),
   labelPair: vi.fn(),
   verifyAudit: vi.fn(),
+  checklist: vi.fn(),
+  signCheck: vi.fn(),
+  decide: vi.fn(),
 }));
 
 import * as ipc from '$lib/ipc';
@@ -36,7 +39,7 @@ import App from './App.svelte';
 import { analysis } from './routes/results/results-fixture';
 
 const ipcMock = vi.mocked(ipc);
-const BUILT: readonly string[] = ['studies', 'manifests', 'fixtures', 'runs', 'policy', 'results', 'review'];
+const BUILT: readonly string[] = ['studies', 'manifests', 'fixtures', 'runs', 'policy', 'results', 'review', 'signoff'];
 const study = {
   id: 4,
   name: 'FP8 KV, Llama 8B',
@@ -76,6 +79,10 @@ beforeEach(() => {
   ipcMock.onFileDrag.mockResolvedValue(() => {});
   ipcMock.reviewQueue.mockResolvedValue({ study_id: study.id, seed: 's', pairs: [], disagreements: {}, labelled: 0 });
   ipcMock.verifyAudit.mockResolvedValue({ study_id: study.id, events: 0, intact: true, chain_break: null, tampered: [] });
+  ipcMock.checklist.mockRejectedValue({
+    code: 'policy_not_locked',
+    message: 'study `FP8 KV, Llama 8B` has no locked acceptance policy',
+  });
 });
 
 afterEach(() => {
@@ -205,6 +212,18 @@ describe('App shell', () => {
     expect(window.location.hash).toBe('#/policy');
     expect(await screen.findByTestId('policy-none')).toBeTruthy();
     expect(ipcMock.policyStatus).toHaveBeenCalledWith(study.id);
+  });
+
+  it('explains on Sign-off that the checklist waits for a locked policy, and leads to the Policy screen', async () => {
+    render(App);
+    await fireEvent.keyDown(window, { key: '8', code: 'Digit8', altKey: true });
+    const root = await screen.findByTestId('screen-signoff');
+    expect(root.querySelector('[data-testid="not-built"]')).toBeNull();
+    expect((await screen.findByTestId('signoff-policy-not-locked')).textContent).toContain('locked acceptance policy');
+    expect(ipcMock.checklist).toHaveBeenCalledWith(study.id);
+    await fireEvent.click(screen.getByTestId('signoff-go-policy'));
+    expect(await screen.findByTestId('screen-policy')).toBeTruthy();
+    expect(window.location.hash).toBe('#/policy');
   });
 
   it('opens the run a result came from on the Runs screen', async () => {

@@ -3,7 +3,7 @@
 import { assert } from '../helpers.mjs';
 
 const tasks = ['studies', 'manifests', 'policy', 'fixtures', 'runs', 'results', 'review', 'signoff', 'packet'];
-const built = ['studies', 'manifests', 'policy', 'fixtures', 'runs', 'results', 'review'];
+const built = ['studies', 'manifests', 'policy', 'fixtures', 'runs', 'results', 'review', 'signoff'];
 
 export const journeys = [
   {

@@ -14,7 +14,10 @@ import type { ImportInput } from '$lib/bindings/ImportInput';
 import type { ImportPreview } from '$lib/bindings/ImportPreview';
 import type { ImportSummary } from '$lib/bindings/ImportSummary';
 import type { LoadedCorpus } from '$lib/bindings/LoadedCorpus';
+import type { AuditEvent } from '$lib/bindings/AuditEvent';
 import type { AuditReport } from '$lib/bindings/AuditReport';
+import type { Checklist } from '$lib/bindings/Checklist';
+import type { DecideInput } from '$lib/bindings/DecideInput';
 import type { LabelInput } from '$lib/bindings/LabelInput';
 import type { LabelOutcome } from '$lib/bindings/LabelOutcome';
 import type { LoadRunInput } from '$lib/bindings/LoadRunInput';
@@ -30,6 +33,7 @@ import type { PairsPlan } from '$lib/bindings/PairsPlan';
 import type { PolicyProblem } from '$lib/bindings/PolicyProblem';
 import type { PolicyStatus } from '$lib/bindings/PolicyStatus';
 import type { QualityRunInput } from '$lib/bindings/QualityRunInput';
+import type { SignInput } from '$lib/bindings/SignInput';
 import type { ReviewFilter } from '$lib/bindings/ReviewFilter';
 import type { ReviewQueue } from '$lib/bindings/ReviewQueue';
 import type { RunDetail } from '$lib/bindings/RunDetail';
@@ -219,3 +223,16 @@ export const labelPair = (input: Wire<LabelInput>): Promise<Wire<LabelOutcome>> 
 
 /** Verifies the study's audit chain and compares every stored label with what the chain records. */
 export const verifyAudit = (studyId: number): Promise<Wire<AuditReport>> => call('verify_audit', { studyId });
+
+/** The four acceptance checks with their current evidence, its digest and the latest signature
+ * (void when the evidence changed since), and the decisions recorded. Rejects with code
+ * `policy_not_locked` until a policy is locked. */
+export const checklist = (studyId: number): Promise<Wire<Checklist>> => call('checklist', { studyId });
+
+/** Signs a check over the evidence digest the signer saw; refused (conflict) when the evidence has
+ * changed since. Appended to the study's audit chain. */
+export const signCheck = (input: Wire<SignInput>): Promise<Wire<AuditEvent>> => call('sign_check', { input });
+
+/** Records the decision for a candidate with its rationale; the suggested outcome and the state of
+ * the checks are recorded with it. Appended to the study's audit chain. */
+export const decide = (input: Wire<DecideInput>): Promise<Wire<AuditEvent>> => call('decide', { input });

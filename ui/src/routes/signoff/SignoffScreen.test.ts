@@ -1,0 +1,226 @@
+import { fireEvent, render, screen, waitFor, within } from '@testing-library/svelte';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
+import type { Study } from '$lib/bindings/Study';
+
+vi.mock('$lib/ipc', async (importOriginal) => ({
+  ...(await importOriginal<typeof import('$lib/ipc')>()),
+  analyzeStudy: vi.fn(),
+  checklist: vi.fn(),
+  signCheck: vi.fn(),
+  decide: vi.fn(),
+}));
+
+import * as ipc from '$lib/ipc';
+import { Workspace } from '$lib/workspace.svelte';
+import { analysis } from '../results/results-fixture';
+import { checklist, event, signedStatus, status, voidStatus } from './signoff-fixture';
+import SignoffScreen from './SignoffScreen.svelte';
+import { SignoffModel } from './signoff.svelte';
+
+const ipcMock = vi.mocked(ipc);
+const study: Study = { id: 7, name: 'FP8 KV demo', description: '', provenance: 'synthetic_demo', created_at: '2026-03-03T08:00:00Z' };
+
+function setup() {
+  const workspace = new Workspace();
+  workspace.current = study;
+  workspace.studiesState = 'ready';
+  const signoff = new SignoffModel();
+  const onopenpolicy = vi.fn();
+  render(SignoffScreen, { workspace, signoff, onopenpolicy });
+  return { signoff, onopenpolicy };
+}
+
+async function check(name: string): Promise<HTMLElement> {
+  const all = await screen.findAllByTestId('signoff-check');
+  return all.find((c) => c.dataset['check'] === name)!;
+}
+
+beforeEach(() => {
+  vi.resetAllMocks();
+  localStorage.clear();
+  ipcMock.analyzeStudy.mockResolvedValue(analysis());
+  ipcMock.checklist.mockResolvedValue(checklist());
+});
+
+describe('Sign-off screen', () => {
+  it('explains a missing locked policy and leads to the Policy screen', async () => {
+    const refusal = { code: 'policy_not_locked', message: 'study `FP8 KV demo` has no locked acceptance policy' };
+    ipcMock.checklist.mockRejectedValue(refusal);
+    ipcMock.analyzeStudy.mockRejectedValue(refusal);
+    const { onopenpolicy } = setup();
+    const notice = await screen.findByTestId('signoff-policy-not-locked');
+    expect(notice.textContent).toContain('locked acceptance policy');
+    expect(notice.textContent).toContain('has no locked acceptance policy');
+    expect(screen.queryByTestId('signoff-check')).toBeNull();
+    expect(screen.queryByTestId('decision-card')).toBeNull();
+    await fireEvent.click(screen.getByTestId('signoff-go-policy'));
+    expect(onopenpolicy).toHaveBeenCalledTimes(1);
+  });
+
+  it('shows the four checks with their meaning, evidence tables, digest and raw JSON', async () => {
+    setup();
+    const checks = await screen.findAllByTestId('signoff-check');
+    expect(checks.map((c) => [c.dataset['check'], c.dataset['state']])).toEqual([
+      ['compatibility', 'unsigned'],
+      ['quality', 'unsigned'],
+      ['operations', 'unsigned'],
+      ['recovery', 'unsigned'],
+    ]);
+    const compat = checks[0]!;
+    expect(compat.textContent).toContain('No silent fallback');
+    expect(within(compat).getByTestId('signoff-evidence-sha').textContent).toBe(status('compatibility').evidence_sha256);
+    const invalid = within(compat).getAllByTestId('evidence-compat-cell').find((r) => r.dataset['cell'] === 'C9')!;
+    expect(invalid.dataset['valid']).toBe('false');
+    expect(invalid.textContent).toContain('no compatibility evidence');
+    expect(within(compat).getAllByTestId('evidence-compat-file')[0]!.textContent).toContain('a'.repeat(64));
+    expect(within(compat).getByTestId('signoff-evidence-raw').textContent).toContain('"startup_log"');
+
+    const quality = checks[1]!;
+    const row = within(quality).getByTestId('evidence-quality-row');
+    expect(row.dataset['stratum']).toBe('de-long');
+    expect(within(row).getByTestId('evidence-quality-verdict').textContent?.trim()).toBe('inferior');
+    expect(row.textContent).toContain('[−30.0, −5.0] pp');
+    expect(within(quality).getByTestId('evidence-quality-floor').textContent).toContain('fail');
+
+    const ops = checks[2]!;
+    expect(within(ops).getByTestId('evidence-ops-class').textContent).toContain('120.5 ms');
+    expect(within(ops).getByTestId('evidence-ops-requests').textContent).toContain('offered');
+
+    const recovery = checks[3]!;
+    expect(within(recovery).getByTestId('evidence-recovery-drain').textContent).toContain('30 s');
+    const fit = within(recovery).getAllByTestId('evidence-recovery-cell').find((r) => r.dataset['cell'] === 'C1')!;
+    expect(fit.dataset['fits']).toBe('false');
+    expect(fit.textContent).toContain('21 sequences');
+  });
+
+  it('shows a void signature prominently with its reason, and a holding one with signer, event and digest', async () => {
+    ipcMock.checklist.mockResolvedValue(
+      checklist({ checks: [signedStatus('compatibility', 4), voidStatus('quality', 5), status('operations'), status('recovery')] }),
+    );
+    setup();
+    const quality = await check('quality');
+    expect(quality.dataset['state']).toBe('void');
+    expect(within(quality).getByTestId('signoff-check-state').textContent).toContain('VOID');
+    expect(within(quality).getByTestId('signoff-void-reason').textContent).toContain('the signature is void');
+    expect(within(quality).getByTestId('signoff-signed-digest').textContent).toBe('7'.repeat(64));
+
+    const compat = await check('compatibility');
+    expect(compat.dataset['state']).toBe('signed');
+    expect(within(compat).queryByTestId('signoff-void-reason')).toBeNull();
+    expect(within(compat).getByTestId('signoff-signed-by').textContent).toBe('Architect');
+    expect(within(compat).getByTestId('signoff-signed-seq').textContent).toBe('#4');
+    expect(within(compat).getByTestId('signoff-signed-digest').textContent).toBe(status('compatibility').evidence_sha256);
+    expect(screen.getByTestId('signoff-summary').textContent).toContain('1 of 4 checks signed');
+  });
+
+  it('signs with the digest shown and the remembered signer, then reads the checklist again', async () => {
+    localStorage.setItem('kvgate.signer', 'Ada Architect');
+    ipcMock.signCheck.mockResolvedValue(event(9, { subject: 'operations' }));
+    setup();
+    const ops = await check('operations');
+    expect((screen.getByTestId('signoff-signer') as HTMLInputElement).value).toBe('Ada Architect');
+    ipcMock.checklist.mockResolvedValue(
+      checklist({ checks: [status('compatibility'), status('quality'), signedStatus('operations', 9), status('recovery')] }),
+    );
+    await fireEvent.click(within(ops).getByTestId('signoff-sign'));
+    expect(ipcMock.signCheck).toHaveBeenCalledWith({
+      study_id: 7,
+      check: 'operations',
+      by: 'Ada Architect',
+      expected_sha256: status('operations').evidence_sha256,
+    });
+    await waitFor(async () => expect((await check('operations')).dataset['state']).toBe('signed'));
+    expect(ipcMock.checklist).toHaveBeenCalledTimes(2);
+  });
+
+  it('asks for a signer name before signing and remembers it', async () => {
+    setup();
+    const recovery = await check('recovery');
+    await fireEvent.click(within(recovery).getByTestId('signoff-sign'));
+    expect(ipcMock.signCheck).not.toHaveBeenCalled();
+    expect(within(recovery).getByTestId('signoff-sign-error').textContent).toContain('Enter your name');
+    await fireEvent.input(screen.getByTestId('signoff-signer'), { target: { value: 'Grace' } });
+    expect(localStorage.getItem('kvgate.signer')).toBe('Grace');
+  });
+
+  it('shows a conflict when the evidence changed since it was shown, and reads the checklist again', async () => {
+    localStorage.setItem('kvgate.signer', 'Ada');
+    const message = 'the quality evidence changed since it was shown (abc, now def): review it again before signing';
+    ipcMock.signCheck.mockRejectedValue({ code: 'conflict', message });
+    setup();
+    const quality = await check('quality');
+    const changed = { ...status('quality'), evidence_sha256: 'd'.repeat(64) };
+    ipcMock.checklist.mockResolvedValue(checklist({ checks: [status('compatibility'), changed, status('operations'), status('recovery')] }));
+    await fireEvent.click(within(quality).getByTestId('signoff-sign'));
+    await waitFor(() => expect(ipcMock.checklist).toHaveBeenCalledTimes(2));
+    const after = await check('quality');
+    expect(within(after).getByTestId('signoff-sign-error').textContent).toContain(message);
+    expect(within(after).getByTestId('signoff-reloaded')).toBeTruthy();
+    await waitFor(() => expect(within(after).getByTestId('signoff-evidence-sha').textContent).toBe('d'.repeat(64)));
+  });
+
+  it('shows the suggestion for every candidate and records a decision with outcome and rationale', async () => {
+    localStorage.setItem('kvgate.signer', 'Ada');
+    ipcMock.decide.mockResolvedValue(event(12, { kind: 'decision', subject: 'C1' }));
+    setup();
+    const cards = await screen.findAllByTestId('decision-card');
+    expect(cards.map((c) => c.dataset['candidate'])).toEqual(['C1', 'C9']);
+    const c1 = cards[0]!;
+    expect(within(c1).getByTestId('decision-suggested').textContent).toContain('calibrate');
+    expect(within(c1).getByTestId('decision-rules').textContent).toContain('protected segment `de-long`: inferior');
+    expect(within(c1).getByTestId('decision-table').textContent).toBe('Promote only if every protected segment passes');
+    expect(within(c1).getByTestId('decision-next').textContent).toContain('calibrated FP8 (C2)');
+    // Not all checks are signed: a warning, not a block.
+    expect(within(c1).getByTestId('decision-warning').textContent).toContain('not signed: compatibility, quality, operations, recovery');
+    expect((within(c1).getByTestId('decision-record') as HTMLButtonElement).disabled).toBe(true);
+
+    await fireEvent.click(within(c1).getByTestId('decision-outcome-calibrate'));
+    await fireEvent.input(within(c1).getByTestId('decision-rationale'), { target: { value: 'de-long regressed; try calibrated scales' } });
+    ipcMock.checklist.mockResolvedValue(
+      checklist({
+        decisions: [
+          event(12, {
+            kind: 'decision',
+            subject: 'C1',
+            actor: 'Ada',
+            payload: { outcome: 'calibrate', suggested: 'calibrate', rationale: 'de-long regressed; try calibrated scales' },
+          }),
+        ],
+      }),
+    );
+    const record = within(c1).getByTestId('decision-record') as HTMLButtonElement;
+    expect(record.disabled).toBe(false);
+    await fireEvent.click(record);
+    expect(ipcMock.decide).toHaveBeenCalledWith({
+      study_id: 7,
+      candidate: 'C1',
+      outcome: 'calibrate',
+      by: 'Ada',
+      rationale: 'de-long regressed; try calibrated scales',
+    });
+    const row = await screen.findByTestId('decision-row');
+    expect(row.dataset['candidate']).toBe('C1');
+    expect(row.textContent).toContain('calibrate');
+    expect(row.textContent).toContain('de-long regressed; try calibrated scales');
+    expect(row.textContent).toContain('Ada');
+    expect(screen.getByTestId('decision-recorded').textContent).toContain('#12');
+  });
+
+  it('shows no warning once all four checks are signed over the current evidence', async () => {
+    ipcMock.checklist.mockResolvedValue(
+      checklist({ checks: [signedStatus('compatibility', 1), signedStatus('quality', 2), signedStatus('operations', 3), signedStatus('recovery', 4)] }),
+    );
+    setup();
+    const cards = await screen.findAllByTestId('decision-card');
+    expect(within(cards[0]!).queryByTestId('decision-warning')).toBeNull();
+  });
+
+  it('shows any other refusal as an error with a retry', async () => {
+    ipcMock.checklist.mockRejectedValue({ code: 'storage', message: 'database is locked' });
+    setup();
+    expect((await screen.findByTestId('signoff-error')).textContent).toContain('database is locked');
+    ipcMock.checklist.mockResolvedValue(checklist());
+    await fireEvent.click(screen.getByTestId('signoff-retry'));
+    expect(await screen.findAllByTestId('signoff-check')).toHaveLength(4);
+  });
+});

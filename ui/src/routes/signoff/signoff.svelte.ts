@@ -1,0 +1,172 @@
+import { analyzeStudy, checklist, decide, signCheck, toAppError, type Wire } from '$lib/ipc';
+import type { AppError } from '$lib/bindings/AppError';
+import type { Check } from '$lib/bindings/Check';
+import type { Checklist } from '$lib/bindings/Checklist';
+import type { DecisionOutcome } from '$lib/bindings/DecisionOutcome';
+import type { StudyAnalysis } from '$lib/bindings/StudyAnalysis';
+import type { LoadState } from '$lib/workspace.svelte';
+
+const SIGNER_KEY = 'kvgate.signer';
+
+function readSigner(): string {
+  try {
+    return globalThis.localStorage?.getItem(SIGNER_KEY) ?? '';
+  } catch {
+    return '';
+  }
+}
+
+/** What is being decided for one candidate, before it is recorded. */
+export type DecisionDraft = { outcome: DecisionOutcome | null; rationale: string };
+
+/**
+ * The Sign-off screen's state: the checklist of the open study (evidence, digests, signatures,
+ * decisions) and its analysis (suggested outcomes), both replaced whole from the backend. A
+ * signature is sent with the digest that was shown; a refusal because the evidence changed stays
+ * on screen while the checklist is read again.
+ */
+export class SignoffModel {
+  studyId = $state<number | null>(null);
+  checklist = $state.raw<Wire<Checklist> | null>(null);
+  analysis = $state.raw<Wire<StudyAnalysis> | null>(null);
+  state = $state<LoadState>('idle');
+  error = $state<AppError | null>(null);
+  analysisError = $state<AppError | null>(null);
+  signer = $state(readSigner());
+  /** The check being signed, while its request runs. */
+  signing = $state<Check | null>(null);
+  signError = $state<{ check: Check; error: AppError } | null>(null);
+  drafts = $state<Record<string, DecisionDraft>>({});
+  /** The candidate whose decision is being recorded, while its request runs. */
+  deciding = $state<string | null>(null);
+  decideError = $state<{ candidate: string; error: AppError } | null>(null);
+  /** The last decision recorded in this session, for the confirmation. */
+  recorded = $state<{ candidate: string; seq: number } | null>(null);
+
+  private seq = 0;
+
+  /** What the screen calls when shown: reads the checklist and the analysis (again). */
+  show(studyId: number | null): void {
+    if (studyId !== this.studyId) {
+      this.studyId = studyId;
+      this.checklist = null;
+      this.analysis = null;
+      this.state = 'idle';
+      this.error = null;
+      this.analysisError = null;
+      this.signError = null;
+      this.decideError = null;
+      this.recorded = null;
+      this.drafts = {};
+    }
+    if (studyId !== null) void this.load();
+  }
+
+  async load(): Promise<void> {
+    const studyId = this.studyId;
+    if (studyId === null) return;
+    const seq = ++this.seq;
+    this.state = 'loading';
+    const [list, analysis] = await Promise.allSettled([checklist(studyId), analyzeStudy(studyId)]);
+    if (seq !== this.seq) return;
+    if (list.status === 'fulfilled') {
+      this.checklist = list.value;
+      this.error = null;
+      this.state = 'ready';
+    } else {
+      // Never a stale checklist: a refused one hides the previous one too.
+      this.checklist = null;
+      this.error = toAppError(list.reason);
+      this.state = 'failed';
+    }
+    if (analysis.status === 'fulfilled') {
+      this.analysis = analysis.value;
+      this.analysisError = null;
+    } else {
+      this.analysis = null;
+      this.analysisError = toAppError(analysis.reason);
+    }
+  }
+
+  /** True when the checklist is refused because the study has no locked policy. */
+  get policyNotLocked(): boolean {
+    return this.error?.code === 'policy_not_locked';
+  }
+
+  setSigner(name: string): void {
+    this.signer = name;
+    try {
+      globalThis.localStorage?.setItem(SIGNER_KEY, name);
+    } catch {
+      // Not remembered; still used for this session.
+    }
+  }
+
+  private signerMissing(): AppError | null {
+    return this.signer.trim() ? null : { code: 'invalid_input', message: 'Enter your name as signer first.' };
+  }
+
+  /** Signs `check` over `digest`, the evidence digest shown; the checklist is read again afterwards,
+   * and also when the backend refuses because the evidence changed. */
+  async sign(check: Check, digest: string): Promise<boolean> {
+    const studyId = this.studyId;
+    if (studyId === null || this.signing) return false;
+    const missing = this.signerMissing();
+    if (missing) {
+      this.signError = { check, error: missing };
+      return false;
+    }
+    this.signing = check;
+    this.signError = null;
+    try {
+      await signCheck({ study_id: studyId, check, by: this.signer.trim(), expected_sha256: digest });
+      await this.load();
+      return true;
+    } catch (reason) {
+      const error = toAppError(reason);
+      this.signError = { check, error };
+      if (error.code === 'conflict') await this.load();
+      return false;
+    } finally {
+      this.signing = null;
+    }
+  }
+
+  draft(candidate: string): DecisionDraft {
+    return this.drafts[candidate] ?? { outcome: null, rationale: '' };
+  }
+
+  setDraft(candidate: string, patch: Partial<DecisionDraft>): void {
+    this.drafts[candidate] = { ...this.draft(candidate), ...patch };
+  }
+
+  /** Records the chosen outcome for `candidate` with the rationale; reads the checklist again. */
+  async decide(candidate: string): Promise<boolean> {
+    const studyId = this.studyId;
+    if (studyId === null || this.deciding) return false;
+    const { outcome, rationale } = this.draft(candidate);
+    const missing =
+      this.signerMissing() ?? (outcome === null ? { code: 'invalid_input' as const, message: 'Choose retain, calibrate or roll back first.' } : null);
+    if (missing || outcome === null) {
+      this.decideError = { candidate, error: missing ?? { code: 'invalid_input', message: 'Choose an outcome first.' } };
+      return false;
+    }
+    this.deciding = candidate;
+    this.decideError = null;
+    this.recorded = null;
+    try {
+      const event = await decide({ study_id: studyId, candidate, outcome, by: this.signer.trim(), rationale });
+      this.recorded = { candidate, seq: event.seq };
+      this.drafts[candidate] = { outcome: null, rationale: '' };
+      await this.load();
+      return true;
+    } catch (reason) {
+      const error = toAppError(reason);
+      this.decideError = { candidate, error };
+      if (error.code === 'conflict') await this.load();
+      return false;
+    } finally {
+      this.deciding = null;
+    }
+  }
+}
