@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Records the demo study that `make run` seeds: the real llama.cpp server on CPU (SmolLM2-135M),
 # f16 KV (B0) and q8_0 KV (Q8, an 8-bit stand-in, not FP8), 24 items of the committed synthetic
-# corpus each, run by KV Gate itself; writes the two kvgate-run files under fixtures/demo/runs/.
-# Usage: scripts/record-demo.sh [ITEMS]   (needs `make llm` and a built `kvgate`)
+# corpus each, run by KV Gate itself; writes the two kvgate-run files under fixtures/demo/runs/
+# (or under OUT_DIR, for a larger recording kept apart from the demo).
+# Usage: scripts/record-demo.sh [ITEMS] [OUT_DIR]   (needs `make llm` and a built `kvgate`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 items=${1:-24}
+out=${2:-fixtures/demo/runs}
 kvgate=${KVGATE_BIN:-target/debug/kvgate}
 work=$(mktemp -d)
 export KVGATE_DB=$work/demo.sqlite
@@ -41,11 +43,11 @@ q8=$!
 wait "$b0"
 wait "$q8"
 cat "$work/B0.out" "$work/Q8.out"
-mkdir -p fixtures/demo/runs
-rm -f fixtures/demo/runs/b0-f16.kvgate-run.jsonl fixtures/demo/runs/q8-q8_0.kvgate-run.jsonl
+mkdir -p "$out"
+rm -f "$out/b0-f16.kvgate-run.jsonl" "$out/q8-q8_0.kvgate-run.jsonl"
 run_of() { # cell → run id
   "$kvgate" run list --study recording --json |
     python3 -c "import json,sys; print(next(r['id'] for r in json.load(sys.stdin) if r['cell'] == sys.argv[1]))" "$1"
 }
-"$kvgate" run export "$(run_of B0)" --out fixtures/demo/runs/b0-f16.kvgate-run.jsonl
-"$kvgate" run export "$(run_of Q8)" --out fixtures/demo/runs/q8-q8_0.kvgate-run.jsonl
+"$kvgate" run export "$(run_of B0)" --out "$out/b0-f16.kvgate-run.jsonl"
+"$kvgate" run export "$(run_of Q8)" --out "$out/q8-q8_0.kvgate-run.jsonl"
