@@ -5,6 +5,29 @@
 //! gets no score. Runs still in progress are left out; every other run, whatever its end, counts.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// FNV-1a, 64 bit.
+struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Fnv {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 ^= u64::from(b);
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+}
 
 use kvgate_core::analysis::{
     CapacityEvidence, CellInput, RequestRow, RunInput, RunKind, StudyInput,
@@ -132,7 +155,9 @@ pub async fn load_study(store: &Store, study_id: i64) -> Result<StudyInput, Load
         }
     }
     let mut items: Vec<(String, Option<ItemStrata>)> = Vec::new();
-    let mut item_index: HashMap<String, u32> = HashMap::new();
+    // Item ids repeat once per cell and pass: looked up by the borrowed row text, hashed with
+    // FNV-1a (ids are short and not attacker-chosen keys of a long-lived table).
+    let mut item_index: HashMap<String, u32, BuildHasherDefault<Fnv>> = HashMap::default();
     let mut last: Option<(i64, usize, usize)> = None;
     store
         .for_each_measured_request(study_id, |q| {
@@ -142,12 +167,12 @@ pub async fn load_study(store: &Store, study_id: i64) -> Result<StudyInput, Load
             };
             let Some((ci, ri)) = slot else { return };
             last = Some((q.run_id, ci, ri));
-            let item = q.item_id.map(|id| match item_index.get(&id) {
+            let item = q.item_id.map(|id| match item_index.get(id) {
                 Some(&i) => i,
                 None => {
                     let i = items.len() as u32;
-                    items.push((id.clone(), ItemStrata::from_item_id(&id)));
-                    item_index.insert(id, i);
+                    items.push((id.to_owned(), ItemStrata::from_item_id(id)));
+                    item_index.insert(id.to_owned(), i);
                     i
                 }
             });

@@ -47,6 +47,9 @@ pub enum StoreError {
     Cancelled,
     #[error("database error: {0}")]
     Sqlx(#[from] sqlx::Error),
+    /// An error SQLite reported on a statement stepped directly.
+    #[error("database error: {0}")]
+    Sqlite(String),
 }
 
 impl StoreError {

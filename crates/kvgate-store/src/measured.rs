@@ -1,19 +1,21 @@
 //! The measured requests of a study in bulk, for the analysis: one pass over the rows, in
 //! run and plan order, without building a row object per request.
 
-use futures_util::TryStreamExt;
+use std::os::raw::c_int;
+
 use kvgate_core::run::RequestStatus;
-use sqlx::Row;
+use libsqlite3_sys as ffi;
 
 use crate::{Store, StoreError};
 
 /// One measured (non-warm-up) request, reduced to what the analysis reads.
 #[derive(Debug, Clone, PartialEq)]
-pub struct MeasuredRequest {
+pub struct MeasuredRequest<'a> {
     pub run_id: i64,
     pub idx: i64,
     pub repeat: u32,
-    pub item_id: Option<String>,
+    /// Borrowed from the row: valid for the call it is handed to.
+    pub item_id: Option<&'a str>,
     pub status: RequestStatus,
     pub planned_arrival_ms: f64,
     pub dispatch_ms: Option<f64>,
@@ -36,41 +38,139 @@ fn non_negative(v: Option<i64>) -> Option<u64> {
     v.and_then(|v| u64::try_from(v).ok())
 }
 
+/// Finalizes the statement however the read ends.
+struct Statement(*mut ffi::sqlite3_stmt);
+
+impl Drop for Statement {
+    fn drop(&mut self) {
+        // SAFETY: the statement was prepared on a handle still locked by the caller and is
+        // finalized exactly once.
+        unsafe { ffi::sqlite3_finalize(self.0) };
+    }
+}
+
+/// The error SQLite reports on `db`.
+///
+/// SAFETY: `db` must be a valid, locked handle.
+unsafe fn sqlite_error(db: *mut ffi::sqlite3, what: &str) -> StoreError {
+    let message = std::ffi::CStr::from_ptr(ffi::sqlite3_errmsg(db)).to_string_lossy();
+    StoreError::Sqlite(format!("{what}: {message}"))
+}
+
+/// SAFETY (all column readers): `stmt` holds a row and `i` is a column of the query.
+unsafe fn opt_f64(stmt: *mut ffi::sqlite3_stmt, i: c_int) -> Option<f64> {
+    (ffi::sqlite3_column_type(stmt, i) != ffi::SQLITE_NULL)
+        .then(|| ffi::sqlite3_column_double(stmt, i))
+}
+
+unsafe fn opt_i64(stmt: *mut ffi::sqlite3_stmt, i: c_int) -> Option<i64> {
+    (ffi::sqlite3_column_type(stmt, i) != ffi::SQLITE_NULL)
+        .then(|| ffi::sqlite3_column_int64(stmt, i))
+}
+
+/// The column's text; `None` for NULL. The bytes stay valid until the next step.
+unsafe fn opt_text<'a>(stmt: *mut ffi::sqlite3_stmt, i: c_int) -> Option<&'a [u8]> {
+    if ffi::sqlite3_column_type(stmt, i) == ffi::SQLITE_NULL {
+        return None;
+    }
+    let ptr = ffi::sqlite3_column_text(stmt, i);
+    let len = ffi::sqlite3_column_bytes(stmt, i);
+    if ptr.is_null() {
+        return Some(&[]);
+    }
+    Some(std::slice::from_raw_parts(ptr, len as usize))
+}
+
+fn corrupt(run_id: i64, column: &'static str, expected: &'static str, found: &[u8]) -> StoreError {
+    StoreError::Corrupt {
+        table: "run_requests",
+        row: run_id,
+        column,
+        expected,
+        found: String::from_utf8_lossy(found).into_owned(),
+    }
+}
+
 impl Store {
     /// Calls `each` with every measured request of the study's runs, in run and plan order.
+    ///
+    /// The rows are stepped through SQLite's own API on a connection locked out of the pool's
+    /// worker: through sqlx each row would cross threads on its own, which costs more than
+    /// reading it. The call blocks its thread while it reads.
     pub async fn for_each_measured_request(
         &self,
         study_id: i64,
-        mut each: impl FnMut(MeasuredRequest),
+        mut each: impl FnMut(MeasuredRequest<'_>),
     ) -> Result<u64, StoreError> {
-        let mut rows = sqlx::query(MEASURED).bind(study_id).fetch(&self.pool);
+        let mut conn = self.pool.acquire().await?;
+        let mut handle = conn.lock_handle().await?;
+        let db = handle.as_raw_handle().as_ptr();
         let mut n = 0;
-        while let Some(row) = rows.try_next().await? {
-            let run_id: i64 = row.try_get(0)?;
-            let status: &str = row.try_get(4)?;
-            let status = RequestStatus::parse(status).ok_or_else(|| StoreError::Corrupt {
-                table: "run_requests",
-                row: run_id,
-                column: "status",
-                expected: "ok, error, timeout, rejected or unfinished",
-                found: status.to_owned(),
-            })?;
-            let repeat: i64 = row.try_get(2)?;
-            each(MeasuredRequest {
-                run_id,
-                idx: row.try_get(1)?,
-                repeat: u32::try_from(repeat).unwrap_or(u32::MAX),
-                item_id: row.try_get(3)?,
-                status,
-                planned_arrival_ms: row.try_get(5)?,
-                dispatch_ms: row.try_get(6)?,
-                first_token_ms: row.try_get(7)?,
-                finish_ms: row.try_get(8)?,
-                prompt_tokens: non_negative(row.try_get(9)?),
-                completion_tokens: non_negative(row.try_get(10)?),
-                accepted: row.try_get::<Option<i64>, _>(11)?.map(|v| v != 0),
-            });
-            n += 1;
+        // SAFETY: `db` is a valid handle, locked for this thread until `handle` is dropped; the
+        // statement is prepared, stepped and finalized before that, and column pointers are
+        // used only before the next step.
+        unsafe {
+            let mut raw = std::ptr::null_mut();
+            let rc = ffi::sqlite3_prepare_v2(
+                db,
+                MEASURED.as_ptr().cast(),
+                MEASURED.len() as c_int,
+                &mut raw,
+                std::ptr::null_mut(),
+            );
+            if rc != ffi::SQLITE_OK {
+                return Err(sqlite_error(db, "preparing the measured requests"));
+            }
+            let stmt = Statement(raw);
+            if ffi::sqlite3_bind_int64(stmt.0, 1, study_id) != ffi::SQLITE_OK {
+                return Err(sqlite_error(db, "binding the study"));
+            }
+            loop {
+                match ffi::sqlite3_step(stmt.0) {
+                    ffi::SQLITE_ROW => {}
+                    ffi::SQLITE_DONE => break,
+                    _ => return Err(sqlite_error(db, "reading the measured requests")),
+                }
+                let s = stmt.0;
+                let run_id = ffi::sqlite3_column_int64(s, 0);
+                let status_text = opt_text(s, 4).unwrap_or_default();
+                let status = std::str::from_utf8(status_text)
+                    .ok()
+                    .and_then(RequestStatus::parse)
+                    .ok_or_else(|| {
+                        corrupt(
+                            run_id,
+                            "status",
+                            "ok, error, timeout, rejected or unfinished",
+                            status_text,
+                        )
+                    })?;
+                let item_id = match opt_text(s, 3) {
+                    None => None,
+                    Some(bytes) => Some(
+                        std::str::from_utf8(bytes)
+                            .map_err(|_| corrupt(run_id, "item_id", "UTF-8 text", bytes))?,
+                    ),
+                };
+                let planned = opt_f64(s, 5)
+                    .ok_or_else(|| corrupt(run_id, "planned_arrival_ms", "a number", b"NULL"))?;
+                let repeat = ffi::sqlite3_column_int64(s, 2);
+                each(MeasuredRequest {
+                    run_id,
+                    idx: ffi::sqlite3_column_int64(s, 1),
+                    repeat: u32::try_from(repeat).unwrap_or(u32::MAX),
+                    item_id,
+                    status,
+                    planned_arrival_ms: planned,
+                    dispatch_ms: opt_f64(s, 6),
+                    first_token_ms: opt_f64(s, 7),
+                    finish_ms: opt_f64(s, 8),
+                    prompt_tokens: non_negative(opt_i64(s, 9)),
+                    completion_tokens: non_negative(opt_i64(s, 10)),
+                    accepted: opt_i64(s, 11).map(|v| v != 0),
+                });
+                n += 1;
+            }
         }
         Ok(n)
     }

@@ -936,3 +936,72 @@ async fn runs_of_a_live_owner_are_not_marked_interrupted() {
         RunState::Interrupted
     );
 }
+
+#[tokio::test]
+async fn measured_requests_come_back_exactly_with_absent_values_absent() {
+    let (_dir, store) = fresh().await;
+    let (sid, mid, _) = study(&store, "s").await;
+    let run = store
+        .create_run(&new_run(sid, mid, "2026-12-01T10:00:00.000Z"))
+        .await
+        .unwrap();
+    finish(&store, run.id).await;
+    let mut seen = Vec::new();
+    let n = store
+        .for_each_measured_request(sid, |q| {
+            seen.push((
+                q.run_id,
+                q.idx,
+                q.repeat,
+                q.item_id.map(str::to_owned),
+                q.status,
+                q.planned_arrival_ms,
+                q.dispatch_ms,
+                q.first_token_ms,
+                q.finish_ms,
+                q.prompt_tokens,
+                q.completion_tokens,
+                q.accepted,
+            ))
+        })
+        .await
+        .unwrap();
+    // The warm-up is not measured; the others come in plan order, straight from the records.
+    let mut expected: Vec<StoredRequest> = requests().into_iter().filter(|r| !r.warmup).collect();
+    expected.sort_by_key(|r| r.record.index);
+    assert_eq!(n, 3);
+    let want: Vec<_> = expected
+        .iter()
+        .map(|s| {
+            let r = &s.record;
+            (
+                run.id,
+                i64::from(r.index),
+                s.repeat,
+                r.item_id.clone(),
+                r.status,
+                r.planned_arrival_ms,
+                r.dispatch_ms,
+                r.first_token_ms,
+                r.finish_ms,
+                r.prompt_tokens,
+                r.completion_tokens,
+                s.verdict.as_ref().map(|v| v.accepted),
+            )
+        })
+        .collect();
+    assert_eq!(seen, want);
+    // The never-sent request: every measurement absent, not 0.
+    assert_eq!(seen[2].6, None);
+    assert_eq!(seen[2].9, None);
+    assert_eq!(seen[2].11, None);
+    // Another study's requests are not read.
+    let (other, _, _) = study(&store, "other").await;
+    assert_eq!(
+        store
+            .for_each_measured_request(other, |_| {})
+            .await
+            .unwrap(),
+        0
+    );
+}
