@@ -866,6 +866,7 @@ fn decide(
     floors: &[FloorCheck],
     total: &RepeatSummary,
     b0_total: Option<&RepeatSummary>,
+    b0_floors: &[FloorCheck],
 ) -> CellDecision {
     let mut d = CellDecision {
         outcome: SuggestedOutcome::CollectMoreEvidence,
@@ -929,8 +930,24 @@ fn decide(
             PairedVerdict::NonInferior => {}
         }
     }
+    let mut baseline_below = Vec::new();
     for f in floors.iter().filter(|f| f.protected) {
         match f.passes {
+            Some(false)
+                if b0_floors
+                    .iter()
+                    .any(|b| b.segment == f.segment && b.passes == Some(false)) =>
+            {
+                baseline_below.push(f.segment.clone());
+                d.rules.push(format!(
+                    "protected segment `{}`: accepted {} of {} = {} below the floor {}, and B0 is below it too: the floor is not met by the baseline either",
+                    f.segment,
+                    f.accepted,
+                    f.n,
+                    fmt(f.rate),
+                    f.floor
+                ));
+            }
             Some(false) => {
                 breach = true;
                 d.rules.push(format!(
@@ -991,6 +1008,17 @@ fn decide(
             None
         }
     };
+    if !breach && !baseline_below.is_empty() {
+        // Below a floor B0 does not meet either: not a regression of the candidate, and no
+        // reason to promote it. The simpler baseline stays; the floor needs another remedy.
+        d.quality_qualifies = Some(false);
+        d.rules.push(
+            "the candidate cannot qualify below a protected floor; B0 misses it too, so this is not a regression: retain the simpler baseline"
+                .into(),
+        );
+        d.outcome = SuggestedOutcome::Retain;
+        return d;
+    }
     d.outcome = match (d.quality_qualifies, d.goodput_qualifies) {
         (Some(false), _) => {
             d.next_experiment = NEXT_AFTER_REGRESSION
@@ -1080,11 +1108,16 @@ pub fn analyze(policy: &Policy, input: &StudyInput) -> AnalysisBody {
         ));
     }
     let b0_total = b0.and_then(|c| totals.get(c.cell.as_str()));
+    let b0_floors: Vec<FloorCheck> = cells
+        .iter()
+        .find(|c| c.0.test_cell == TestCell::B0)
+        .map(|c| c.8.clone())
+        .unwrap_or_default();
     let cells = cells
         .into_iter()
         .map(
             |(cell, valid, requests, runs, latency, goodput, total, paired, floors)| {
-                let decision = decide(cell, valid, &paired, &floors, &total, b0_total);
+                let decision = decide(cell, valid, &paired, &floors, &total, b0_total, &b0_floors);
                 CellAnalysis {
                     cell: cell.cell.clone(),
                     test_cell: cell.test_cell.clone(),

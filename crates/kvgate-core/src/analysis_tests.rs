@@ -524,3 +524,33 @@ fn a_rollback_that_does_not_fit_is_named_with_the_admission_to_reduce_to() {
         d.rules
     );
 }
+
+#[test]
+fn a_floor_b0_misses_too_is_not_a_regression_and_keeps_b0() {
+    let p = policy(SEGMENTS);
+    let input = StudyInput {
+        items: many_items(400),
+        cells: vec![
+            cell("B0", TestCell::B0, vec![many(1, 400, 1)]),
+            cell("C2", TestCell::C2, vec![many(2, 400, 1)]),
+        ],
+    };
+    let a = analyze(&p, &input);
+    assert_eq!(a.cells[0].floors[0].passes, Some(false));
+    let c = &a.cells[1];
+    let de = c.paired.iter().find(|r| r.stratum == "de").unwrap();
+    assert_eq!(de.verdict, PairedVerdict::NonInferior, "no pair differs");
+    assert_eq!(c.decision.quality_qualifies, Some(false));
+    assert_eq!(
+        c.decision.outcome,
+        SuggestedOutcome::Retain,
+        "{:?}",
+        c.decision.rules
+    );
+    assert!(c
+        .decision
+        .rules
+        .iter()
+        .any(|r| r.contains("B0 is below it too")));
+    assert!(c.decision.next_experiment.is_empty());
+}

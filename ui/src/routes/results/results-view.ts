@@ -92,7 +92,7 @@ export const OUTCOME_LABEL: Record<SuggestedOutcome, string> = {
   promote: 'promote — quality and goodput both qualify',
   retain: 'retain B0 — quality holds, goodput does not improve',
   calibrate: 'calibrate — a protected segment regressed',
-  rollback: 'roll back — a protected segment regressed after calibration',
+  rollback: 'roll back — a protected segment regressed after the intervention',
   collect_more_evidence: 'collect more evidence',
   invalid: 'invalid — no score',
 };

@@ -1,0 +1,118 @@
+// Journey of the reviewer and the architect on the recorded llama.cpp runs (f16 KV = B0,
+// q8_0 KV = Q8): the recorded SmolLM2 answers are rejected on both sides, so the queue has no
+// disagreement and three agreeing pairs are asked for; they are labelled blind with the
+// keyboard, each revealed after its label; the four checks are signed and the decision recorded;
+// then a label is edited with raw SQL outside the app, and the app shows the tamper warning and
+// the quality signature it voids.
+
+import { assert, waitUntil } from '../helpers.mjs';
+import { execFileSync } from 'node:child_process';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
+const STUDY = 'Recorded q8_0 review';
+
+/** Presses one key as the keyboard does (WebDriver actions), to the focused page. */
+async function press(s, key) {
+  await s.cmd('POST', '/actions', {
+    actions: [{ type: 'key', id: 'keyboard', actions: [{ type: 'keyDown', value: key }, { type: 'keyUp', value: key }] }],
+  });
+  await s.cmd('DELETE', '/actions');
+}
+
+function setValue(s, css, value, event = 'input') {
+  return s.script(
+    'const el = document.querySelector(arguments[0]);' +
+      'el.value = arguments[1];' +
+      'el.dispatchEvent(new Event(arguments[2], { bubbles: true }));',
+    [css, value, event],
+  );
+}
+
+function rows(s) {
+  return s.script(
+    'return [...document.querySelectorAll(\'[data-testid="review-pair-row"]\')].map((r) => ({ id: r.dataset.pairId, label: r.dataset.label ?? "" }));',
+  );
+}
+
+function checkStates(s) {
+  return s.script(
+    'return Object.fromEntries([...document.querySelectorAll(\'[data-testid="signoff-check"]\')].map((c) => [c.dataset.check, c.dataset.state]));',
+  );
+}
+
+export const journeys = [
+  {
+    name: 'review: label three pairs blind with the keyboard, reveal, sign the four checks, decide; an outside edit is flagged',
+    async run(ctx) {
+      const db = ctx.db('review');
+      ctx.kvgate(['--db', db, 'study', 'create', STUDY]);
+      for (const m of ['smollm2-135m-cpu-b0.json', 'smollm2-135m-cpu-q8.json']) {
+        ctx.kvgate(['--db', db, 'manifest', 'freeze', '--study', STUDY, resolve(root, 'fixtures/manifests', m)]);
+      }
+      ctx.kvgate(['--db', db, 'policy', 'lock', '--study', STUDY, '--file', resolve(root, 'fixtures/policies/demo-cpu.json'), '--by', 'owner']);
+      for (const [cell, file] of [['B0', 'b0-f16'], ['Q8', 'q8-q8_0']]) {
+        ctx.kvgate(['--db', db, 'import', '--study', STUDY, '--cell', cell, '--format', 'jsonl',
+          resolve(root, 'fixtures/demo/runs', `${file}.kvgate-run.jsonl`)]);
+      }
+
+      const s = await ctx.launch(['--db', db]);
+      await s.waitForTexts('[data-testid="study-row"] [data-testid="study-row-name"]', (t) => t.includes(STUDY));
+      await s.click('[data-testid="study-open"]');
+      await s.waitForTexts('[data-testid="current-study"]', (t) => t[0] === STUDY);
+      await s.click('[data-testid="nav-review"]');
+      await s.waitFor('[data-testid="review-filter-agreeing"]');
+      await setValue(s, '[data-testid="review-filter-agreeing"]', '3', 'change');
+      const listed = await waitUntil(() => rows(s), (r) => r.length === 3, 'three agreeing pairs listed', 30000);
+      await s.type('[data-testid="review-reviewer"]', 'reviewer one');
+      // Blind before a label: the sides are A and B, nothing names the cells.
+      const blind = await s.script('return document.querySelector(\'[data-testid="review-pair"]\')?.textContent ?? "";');
+      assert(!/\bQ8\b.*=|B0 =/.test(blind) && !(await s.findAll('[data-testid="review-reveal"]')).length, 'no reveal before a label');
+      await ctx.screenshot(s, 'review-blind');
+
+      // Label three pairs with the keyboard: 4 = both wrong, j = next. Focus the page first.
+      await s.click('[data-testid="review-list"]');
+      for (let i = 0; i < 3; i++) {
+        await press(s, '4');
+        await waitUntil(() => rows(s), (r) => r[i].label === 'both_wrong', `pair ${i + 1} labelled both wrong`);
+        const reveal = await s.text('[data-testid="review-reveal"]');
+        assert(/A = (B0|Q8)/.test(reveal) && /B = (B0|Q8)/.test(reveal), `the reveal names both sides: ${reveal}`);
+        if (i < 2) await press(s, 'j');
+      }
+      await ctx.screenshot(s, 'review-labelled');
+      const audit = ctx.kvgate(['--db', db, 'audit', 'verify', '--study', STUDY]);
+      assert(audit.includes('intact: 3 audit events'), `audit: ${audit}`);
+      const queue = JSON.parse(ctx.kvgate(['--db', db, 'review', 'list', '--study', STUDY, '--agreeing', '3', '--json']));
+      assert(queue.pairs.filter((p) => p.label === 'both_wrong').length === 3, 'the three labels are stored');
+
+      // Sign the four checks, then record the decision.
+      await s.click('[data-testid="nav-signoff"]');
+      await waitUntil(() => checkStates(s), (st) => Object.keys(st).length === 4, 'the four checks shown', 30000);
+      await s.type('[data-testid="signoff-signer"]', 'architect');
+      for (const check of ['compatibility', 'quality', 'operations', 'recovery']) {
+        await s.click(`[data-testid="signoff-check"][data-check="${check}"] [data-testid="signoff-sign"]`);
+        await waitUntil(() => checkStates(s), (st) => st[check] === 'signed', `${check} signed`, 30000);
+      }
+      await s.click('[data-testid="decision-card"][data-candidate="Q8"] [data-testid="decision-outcome-retain"]');
+      await s.type('[data-testid="decision-card"][data-candidate="Q8"] [data-testid="decision-rationale"]', 'no answer accepted on either side');
+      await s.click('[data-testid="decision-card"][data-candidate="Q8"] [data-testid="decision-record"]');
+      await waitUntil(() => s.findAll('[data-testid="decision-row"]'), (r) => r.length === 1, 'the decision listed');
+      await ctx.screenshot(s, 'signoff-decided');
+      const verified = ctx.kvgate(['--db', db, 'audit', 'verify', '--study', STUDY]);
+      assert(verified.includes('intact: 8 audit events'), `audit after sign-off: ${verified}`);
+
+      // A label edited outside the app: the review screen flags it, the quality signature is void.
+      const edited = listed[1].id;
+      execFileSync('sqlite3', [db, `UPDATE adjudications SET label = 'baseline_error' WHERE pair_id = '${edited}'`]);
+      await s.click('[data-testid="nav-review"]');
+      await s.waitFor('[data-testid="review-tamper"]', { timeoutMs: 30000 });
+      const warning = await s.text('[data-testid="review-tamper"]');
+      assert(warning.includes(edited), `the warning names the pair: ${warning}`);
+      await ctx.screenshot(s, 'review-tamper');
+      await s.click('[data-testid="nav-signoff"]');
+      await waitUntil(() => checkStates(s), (st) => st.quality === 'void' && st.compatibility === 'signed', 'the quality signature void', 30000);
+      await s.close();
+    },
+  },
+];
