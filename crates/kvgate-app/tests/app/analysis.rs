@@ -4,15 +4,12 @@
 use std::collections::HashMap;
 
 use kvgate_app::analysis::LockPolicyInput;
-use kvgate_app::imports::ImportInput;
-use kvgate_app::{App, DbLocation, ErrorCode};
+use kvgate_app::ErrorCode;
+
+use crate::{import_demo, study_with_demo_runs};
 use kvgate_core::analysis::{StratumKind, SuggestedOutcome};
 use kvgate_core::policy::Policy;
 use kvgate_core::stats::PairedVerdict;
-use kvgate_core::study::NewStudy;
-use kvgate_formats::import::ImportFormat;
-
-const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../");
 
 const POLICY: &str = r#"{
   "classes": [{"name": "short", "max_input_tokens": 1023, "slo": {"ttft_ms": 5000, "e2e_ms": 60000}},
@@ -23,49 +20,6 @@ const POLICY: &str = r#"{
                {"name": "numeric", "filter": {"task_type": "numeric"}, "margin": 0.1, "protected": true},
                {"name": "absent", "filter": {"answer_kind": "absent"}, "margin": 0.2, "protected": false}]
 }"#;
-
-async fn study_with_demo_runs(dir: &tempfile::TempDir) -> (App, i64) {
-    let app = App::open(DbLocation::Path(dir.path().join("ws.sqlite")))
-        .await
-        .unwrap();
-    let study = app
-        .create_study(NewStudy {
-            name: "analysis".into(),
-            description: String::new(),
-        })
-        .await
-        .unwrap();
-    for file in ["smollm2-135m-cpu-b0.json", "smollm2-135m-cpu-q8.json"] {
-        let text = std::fs::read_to_string(format!("{ROOT}fixtures/manifests/{file}")).unwrap();
-        let draft = app.save_manifest_draft(study.id, &text).await.unwrap();
-        let digest = kvgate_core::manifest::Manifest::from_json(&text)
-            .unwrap()
-            .digest()
-            .unwrap();
-        app.freeze_manifest(study.id, &draft.cell, &digest)
-            .await
-            .unwrap();
-    }
-    (app, study.id)
-}
-
-async fn import_demo(app: &App, study_id: i64) {
-    for (cell, file) in [("B0", "b0-f16"), ("Q8", "q8-q8_0")] {
-        app.import_file(
-            ImportInput {
-                study_id,
-                cell: cell.into(),
-                format: ImportFormat::Jsonl,
-                path: format!("{ROOT}fixtures/demo/runs/{file}.kvgate-run.jsonl"),
-                mapping: None,
-                job: None,
-            },
-            |_| {},
-        )
-        .await
-        .unwrap_or_else(|e| panic!("{file}: {}", e.message));
-    }
-}
 
 fn lock(study_id: i64, text: &str) -> LockPolicyInput {
     LockPolicyInput {

@@ -9,3 +9,55 @@ mod review;
 mod runs;
 mod signoff;
 mod studies;
+
+use kvgate_app::imports::ImportInput;
+use kvgate_app::{App, DbLocation};
+use kvgate_core::study::NewStudy;
+use kvgate_formats::import::ImportFormat;
+
+const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../");
+
+/// A study `name` with the CPU cells B0 and Q8 frozen.
+pub async fn study_with_demo_runs(dir: &tempfile::TempDir) -> (App, i64) {
+    let app = App::open(DbLocation::Path(dir.path().join("ws.sqlite")))
+        .await
+        .unwrap();
+    let study = app
+        .create_study(NewStudy {
+            name: "analysis".into(),
+            description: String::new(),
+        })
+        .await
+        .unwrap();
+    for file in ["smollm2-135m-cpu-b0.json", "smollm2-135m-cpu-q8.json"] {
+        let text = std::fs::read_to_string(format!("{ROOT}fixtures/manifests/{file}")).unwrap();
+        let draft = app.save_manifest_draft(study.id, &text).await.unwrap();
+        let digest = kvgate_core::manifest::Manifest::from_json(&text)
+            .unwrap()
+            .digest()
+            .unwrap();
+        app.freeze_manifest(study.id, &draft.cell, &digest)
+            .await
+            .unwrap();
+    }
+    (app, study.id)
+}
+
+/// The demo's recorded llama.cpp runs imported into B0 and Q8.
+pub async fn import_demo(app: &App, study_id: i64) {
+    for (cell, file) in [("B0", "b0-f16"), ("Q8", "q8-q8_0")] {
+        app.import_file(
+            ImportInput {
+                study_id,
+                cell: cell.into(),
+                format: ImportFormat::Jsonl,
+                path: format!("{ROOT}fixtures/demo/runs/{file}.kvgate-run.jsonl"),
+                mapping: None,
+                job: None,
+            },
+            |_| {},
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{file}: {}", e.message));
+    }
+}

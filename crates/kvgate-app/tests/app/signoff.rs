@@ -2,62 +2,26 @@
 //! changes; decisions recorded in the audit chain with the outcome the table suggested.
 
 use kvgate_app::analysis::LockPolicyInput;
-use kvgate_app::imports::ImportInput;
 use kvgate_app::review::{LabelInput, ReviewFilter};
 use kvgate_app::signoff::{Check, DecideInput, DecisionOutcome, SignInput};
-use kvgate_app::{App, DbLocation, ErrorCode};
-use kvgate_core::review::AdjudicationLabel;
-use kvgate_core::study::NewStudy;
-use kvgate_formats::import::ImportFormat;
+use kvgate_app::{App, ErrorCode};
 
-const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../");
+use crate::{import_demo, study_with_demo_runs, ROOT};
+use kvgate_core::review::AdjudicationLabel;
 
 async fn demo_study(dir: &tempfile::TempDir) -> (App, i64) {
-    let app = App::open(DbLocation::Path(dir.path().join("ws.sqlite")))
-        .await
-        .unwrap();
-    let study = app
-        .create_study(NewStudy {
-            name: "signoff".into(),
-            description: String::new(),
-        })
-        .await
-        .unwrap();
-    for file in ["smollm2-135m-cpu-b0.json", "smollm2-135m-cpu-q8.json"] {
-        let text = std::fs::read_to_string(format!("{ROOT}fixtures/manifests/{file}")).unwrap();
-        let draft = app.save_manifest_draft(study.id, &text).await.unwrap();
-        let digest = kvgate_core::manifest::Manifest::from_json(&text)
-            .unwrap()
-            .digest()
-            .unwrap();
-        app.freeze_manifest(study.id, &draft.cell, &digest)
-            .await
-            .unwrap();
-    }
+    // The policy is locked before the runs are imported.
+    let (app, sid) = study_with_demo_runs(dir).await;
     app.lock_policy(LockPolicyInput {
-        study_id: study.id,
+        study_id: sid,
         policy_json: std::fs::read_to_string(format!("{ROOT}fixtures/policies/demo-cpu.json"))
             .unwrap(),
         locked_by: "owner".into(),
     })
     .await
     .unwrap();
-    for (cell, file) in [("B0", "b0-f16"), ("Q8", "q8-q8_0")] {
-        app.import_file(
-            ImportInput {
-                study_id: study.id,
-                cell: cell.into(),
-                format: ImportFormat::Jsonl,
-                path: format!("{ROOT}fixtures/demo/runs/{file}.kvgate-run.jsonl"),
-                mapping: None,
-                job: None,
-            },
-            |_| {},
-        )
-        .await
-        .unwrap();
-    }
-    (app, study.id)
+    import_demo(&app, sid).await;
+    (app, sid)
 }
 
 #[tokio::test]

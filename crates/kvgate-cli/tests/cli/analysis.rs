@@ -1,14 +1,6 @@
 //! `kvgate policy` and `kvgate analyze` on the demo's recorded llama.cpp runs.
 
-use std::path::{Path, PathBuf};
-
-use crate::{kvgate, stderr, stdout};
-
-fn repo(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .join(rel)
-}
+use crate::{cpu_study, import_demo_runs, kvgate, stderr, stdout};
 
 const POLICY: &str = r#"{"classes": [{"name": "short", "max_input_tokens": 1023, "slo": {"ttft_ms": 5000}},
                                     {"name": "long", "max_input_tokens": 2047, "slo": {"e2e_ms": 90000}}],
@@ -19,38 +11,8 @@ const POLICY: &str = r#"{"classes": [{"name": "short", "max_input_tokens": 1023,
 fn policy_lock_then_analyze_prints_one_json_document() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("ws.sqlite");
-    assert!(kvgate(&db, &["study", "create", "cpu"]).status.success());
-    for file in ["smollm2-135m-cpu-b0.json", "smollm2-135m-cpu-q8.json"] {
-        let path = repo(&format!("fixtures/manifests/{file}"));
-        let out = kvgate(
-            &db,
-            &[
-                "manifest",
-                "freeze",
-                "--study",
-                "cpu",
-                path.to_str().unwrap(),
-            ],
-        );
-        assert!(out.status.success(), "{}", stderr(&out));
-    }
-    for (cell, file) in [("B0", "b0-f16"), ("Q8", "q8-q8_0")] {
-        let path = repo(&format!("fixtures/demo/runs/{file}.kvgate-run.jsonl"));
-        let out = kvgate(
-            &db,
-            &[
-                "import",
-                "--study",
-                "cpu",
-                "--cell",
-                cell,
-                "--format",
-                "jsonl",
-                path.to_str().unwrap(),
-            ],
-        );
-        assert!(out.status.success(), "{}", stderr(&out));
-    }
+    cpu_study(&db);
+    import_demo_runs(&db);
 
     // Before a lock: no result, and the reason.
     let out = kvgate(&db, &["analyze", "--study", "cpu", "--json"]);

@@ -144,3 +144,50 @@ fn explicit_database_is_not_seeded_but_default_is() {
     let out = kvgate(&explicit, &["study", "list", "--json"]);
     assert_eq!(stdout(&out).trim(), "[]");
 }
+
+/// A path inside the repository.
+pub fn repo(rel: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(rel)
+}
+
+/// Study `cpu` with the CPU cells B0 and Q8 frozen.
+pub fn cpu_study(db: &Path) {
+    assert!(kvgate(db, &["study", "create", "cpu"]).status.success());
+    for file in ["smollm2-135m-cpu-b0.json", "smollm2-135m-cpu-q8.json"] {
+        let path = repo(&format!("fixtures/manifests/{file}"));
+        let out = kvgate(
+            db,
+            &[
+                "manifest",
+                "freeze",
+                "--study",
+                "cpu",
+                path.to_str().unwrap(),
+            ],
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+}
+
+/// The demo's recorded llama.cpp runs imported into B0 and Q8 of study `cpu`.
+pub fn import_demo_runs(db: &Path) {
+    for (cell, file) in [("B0", "b0-f16"), ("Q8", "q8-q8_0")] {
+        let path = repo(&format!("fixtures/demo/runs/{file}.kvgate-run.jsonl"));
+        let out = kvgate(
+            db,
+            &[
+                "import",
+                "--study",
+                "cpu",
+                "--cell",
+                cell,
+                "--format",
+                "jsonl",
+                path.to_str().unwrap(),
+            ],
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+}

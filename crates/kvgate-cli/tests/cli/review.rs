@@ -1,16 +1,10 @@
 //! `kvgate review` and `kvgate audit verify` on the demo's recorded llama.cpp runs.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use kvgate_app::{App, DbLocation};
 
-use crate::{kvgate, stderr, stdout};
-
-fn repo(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .join(rel)
-}
+use crate::{cpu_study, import_demo_runs, kvgate, repo, stderr, stdout};
 
 fn sql(db: &Path, statement: &str) {
     let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -28,39 +22,8 @@ fn sql(db: &Path, statement: &str) {
 fn label_pairs_then_verify_and_detect_an_outside_edit() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("ws.sqlite");
-    assert!(kvgate(&db, &["study", "create", "cpu"]).status.success());
-    for file in ["smollm2-135m-cpu-b0.json", "smollm2-135m-cpu-q8.json"] {
-        let path = repo(&format!("fixtures/manifests/{file}"));
-        assert!(kvgate(
-            &db,
-            &[
-                "manifest",
-                "freeze",
-                "--study",
-                "cpu",
-                path.to_str().unwrap()
-            ]
-        )
-        .status
-        .success());
-    }
-    for (cell, file) in [("B0", "b0-f16"), ("Q8", "q8-q8_0")] {
-        let path = repo(&format!("fixtures/demo/runs/{file}.kvgate-run.jsonl"));
-        let out = kvgate(
-            &db,
-            &[
-                "import",
-                "--study",
-                "cpu",
-                "--cell",
-                cell,
-                "--format",
-                "jsonl",
-                path.to_str().unwrap(),
-            ],
-        );
-        assert!(out.status.success(), "{}", stderr(&out));
-    }
+    cpu_study(&db);
+    import_demo_runs(&db);
     // The recorded SmolLM2 answers are rejected on both sides: no disagreement, so ask for
     // agreeing pairs to label.
     let out = kvgate(
@@ -169,22 +132,7 @@ fn label_pairs_then_verify_and_detect_an_outside_edit() {
 fn signoff_and_decide_need_a_locked_policy_and_land_in_the_chain() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("ws.sqlite");
-    assert!(kvgate(&db, &["study", "create", "cpu"]).status.success());
-    for file in ["smollm2-135m-cpu-b0.json", "smollm2-135m-cpu-q8.json"] {
-        let path = repo(&format!("fixtures/manifests/{file}"));
-        assert!(kvgate(
-            &db,
-            &[
-                "manifest",
-                "freeze",
-                "--study",
-                "cpu",
-                path.to_str().unwrap()
-            ]
-        )
-        .status
-        .success());
-    }
+    cpu_study(&db);
     let out = kvgate(
         &db,
         &[
