@@ -57,6 +57,12 @@ pub struct StudyAnalysis {
     /// Measured requests read.
     #[ts(type = "number")]
     pub measured_requests: u64,
+    /// Reviewers' labels on pairs of this study.
+    #[ts(type = "number")]
+    pub adjudicated_labels: u64,
+    /// Per candidate, the paired rows recomputed on the labels (labelled pairs count as
+    /// labelled, ambiguous ones are left out), beside the automatic rows; empty without labels.
+    pub adjudicated: std::collections::BTreeMap<String, Vec<kvgate_core::analysis::PairedRow>>,
     #[serde(flatten)]
     pub body: AnalysisBody,
 }
@@ -177,6 +183,29 @@ impl App {
             .map(|r| r.requests.len() as u64)
             .sum();
         let body = analyze(&current.policy, &input);
+        let labels = self.store.adjudications(study_id).await?;
+        let mut per_candidate: std::collections::BTreeMap<
+            String,
+            std::collections::HashMap<String, Option<(bool, bool)>>,
+        > = Default::default();
+        for l in &labels {
+            let parsed = kvgate_core::review::parse_pair_id(&l.pair_id);
+            let label = kvgate_core::review::AdjudicationLabel::parse(&l.label);
+            if let (Some((_, cell, item)), Some(label)) = (parsed, label) {
+                per_candidate
+                    .entry(cell.to_owned())
+                    .or_default()
+                    .insert(item.to_owned(), label.adjudicated_acceptance());
+            }
+        }
+        let adjudicated = per_candidate
+            .iter()
+            .map(|(cell, map)| {
+                let rows =
+                    kvgate_core::analysis::adjudicated_paired(&current.policy, &input, cell, map);
+                (cell.clone(), rows)
+            })
+            .collect();
         Ok(StudyAnalysis {
             study_id,
             study_name: study.name,
@@ -188,6 +217,8 @@ impl App {
             policy_locked_by: current.locked_by,
             policy_changed_after_results: status.changed_after_results,
             measured_requests,
+            adjudicated_labels: labels.len() as u64,
+            adjudicated,
             body,
         })
     }

@@ -1056,6 +1056,55 @@ fn fmt(v: Option<f64>) -> String {
     v.map_or_else(|| "absent".into(), |x| format!("{x}"))
 }
 
+/// The paired rows of one candidate against B0 recomputed on the reviewers' adjudications:
+/// a labelled pair counts as its label says (`labels` maps an item id to the acceptance of
+/// (B0, candidate), `None` for an ambiguous item, which leaves the pair out); unlabelled pairs
+/// keep their automatic verdicts. Empty when B0 or the candidate is missing or invalid.
+pub fn adjudicated_paired(
+    policy: &Policy,
+    input: &StudyInput,
+    candidate: &str,
+    labels: &HashMap<String, Option<(bool, bool)>>,
+) -> Vec<PairedRow> {
+    let n_items = input.items.len();
+    let valid = |c: &&CellInput| {
+        c.invalid_reasons.is_empty() && !matches!(c.test_cell, TestCell::Invalid { .. })
+    };
+    let (Some(b0), Some(cand)) = (
+        input
+            .cells
+            .iter()
+            .filter(valid)
+            .find(|c| c.test_cell == TestCell::B0),
+        input
+            .cells
+            .iter()
+            .filter(valid)
+            .find(|c| c.cell == candidate && c.test_cell != TestCell::B0),
+    ) else {
+        return Vec::new();
+    };
+    let mut base = first_pass(b0, n_items);
+    let mut pass = first_pass(cand, n_items);
+    for (i, (id, _)) in input.items.iter().enumerate() {
+        if base[i].is_none() || pass[i].is_none() {
+            continue;
+        }
+        match labels.get(id) {
+            None => {}
+            Some(Some((x, y))) => {
+                base[i] = Some(*x);
+                pass[i] = Some(*y);
+            }
+            Some(None) => {
+                base[i] = None;
+                pass[i] = None;
+            }
+        }
+    }
+    paired_rows(policy, &input.items, &base, &pass)
+}
+
 /// Analyzes a study under its policy.
 pub fn analyze(policy: &Policy, input: &StudyInput) -> AnalysisBody {
     let n_items = input.items.len();

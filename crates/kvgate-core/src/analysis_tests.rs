@@ -554,3 +554,31 @@ fn a_floor_b0_misses_too_is_not_a_regression_and_keeps_b0() {
         .any(|r| r.contains("B0 is below it too")));
     assert!(c.decision.next_experiment.is_empty());
 }
+
+#[test]
+fn adjudications_recount_the_pairs_they_label_and_leave_the_rest() {
+    let p = policy(SEGMENTS);
+    let b0 = [true, true, true, true, true, true, false, true];
+    let c1 = [false, true, true, true, false, true, true, true];
+    let input = StudyInput {
+        items: items(),
+        cells: vec![
+            cell("B0", TestCell::B0, vec![quality(1, &b0)]),
+            cell("C1", TestCell::C1, vec![quality(2, &c1)]),
+        ],
+    };
+    let automatic = analyze(&p, &input).cells[1].paired.clone();
+    let none = adjudicated_paired(&p, &input, "C1", &HashMap::new());
+    assert_eq!(none, automatic, "no label: the automatic rows");
+    // Item 0 (b): both acceptable; item 4 (b): ambiguous, left out; item 6 (c): baseline error.
+    let mut labels = HashMap::new();
+    labels.insert(input.items[0].0.clone(), Some((true, true)));
+    labels.insert(input.items[4].0.clone(), None);
+    labels.insert(input.items[6].0.clone(), Some((false, true)));
+    let rows = adjudicated_paired(&p, &input, "C1", &labels);
+    let o = rows.iter().find(|r| r.stratum == "overall").unwrap();
+    assert_eq!((o.n, o.b, o.c), (7, 0, 1));
+    let auto = automatic.iter().find(|r| r.stratum == "overall").unwrap();
+    assert_eq!((auto.n, auto.b, auto.c), (8, 2, 1));
+    assert!(adjudicated_paired(&p, &input, "C9", &labels).is_empty());
+}

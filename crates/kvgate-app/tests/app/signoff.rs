@@ -81,6 +81,18 @@ async fn signatures_hold_until_their_evidence_changes_and_decisions_are_chained(
     for c in &list.checks {
         assert_eq!(c.valid, c.check != Check::Quality, "{:?}", c.check);
     }
+    // Statistics on the labels sit beside the automatic ones: the pair was rejected on both
+    // sides and labelled both wrong, so the counts agree.
+    let analysis = app.analyze(sid).await.unwrap();
+    assert_eq!(analysis.adjudicated_labels, 1);
+    let automatic = &analysis
+        .body
+        .cells
+        .iter()
+        .find(|c| c.cell == "Q8")
+        .unwrap()
+        .paired;
+    assert_eq!(&analysis.adjudicated["Q8"], automatic);
     let quality = list
         .checks
         .iter()

@@ -68,6 +68,26 @@ describe('Results screen', () => {
     for (const svg of document.querySelectorAll('svg')) expect(svg.textContent).toContain('Data: synthetic demo');
   });
 
+  it('shows the paired rows on the reviewers\' labels beside the automatic ones, only when labels exist', async () => {
+    const base = analysis();
+    const c1 = base.cells.find((c) => c.cell === 'C1')!;
+    const relabelled = c1.paired.map((r) => ({ ...r, b: 0, verdict: 'non_inferior' as const }));
+    ipcMock.analyzeStudy.mockResolvedValue({ ...base, adjudicated_labels: 2, adjudicated: { C1: relabelled } });
+    setup();
+    const card = (await screen.findAllByTestId('cell-card')).find((c) => c.dataset['cell'] === 'C1')!;
+    const adjudicated = within(card).getByTestId('cell-adjudicated');
+    expect(within(adjudicated).getAllByTestId('paired-row').length).toBe(relabelled.length);
+    const automaticRows = within(card).getAllByTestId('paired-row').length;
+    expect(automaticRows).toBeGreaterThan(within(adjudicated).getAllByTestId('paired-row').length);
+  });
+
+  it('shows no adjudicated table without labels', async () => {
+    ipcMock.analyzeStudy.mockResolvedValue(analysis());
+    setup();
+    const card = (await screen.findAllByTestId('cell-card')).find((c) => c.dataset['cell'] === 'C1')!;
+    expect(within(card).queryByTestId('cell-adjudicated')).toBeNull();
+  });
+
   it('shows an invalid cell without a score: its reasons and request counts only', async () => {
     ipcMock.analyzeStudy.mockResolvedValue(analysis());
     setup();

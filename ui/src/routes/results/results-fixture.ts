@@ -184,6 +184,8 @@ export function analysis(patch: Partial<Wire<StudyAnalysis>> = {}): Wire<StudyAn
     policy_locked_by: 'Service Owner',
     policy_changed_after_results: false,
     measured_requests: 120,
+    adjudicated_labels: 0,
+    adjudicated: {},
     classes: ['short', 'long'],
     cells: [cell('B0'), cell('C1'), invalidCell('C9')],
     noise_floor: { n: 40, b: 1, c: 1, flip_rate: 0.05 },
