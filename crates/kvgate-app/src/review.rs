@@ -374,10 +374,10 @@ impl App {
                 format!("field `note`: expected at most {MAX_NOTE_CHARS} characters"),
             ));
         }
-        let passes = self.first_passes(study_id).await?;
-        let exists = passes.get("B0").is_some_and(|b| b.contains_key(item))
-            && passes.get(candidate).is_some_and(|c| c.contains_key(item))
-            && candidate != "B0";
+        // A cheap existence check: labelling must not reload every judged response.
+        let exists = candidate != "B0"
+            && self.store.item_judged(study_id, "B0", item).await?
+            && self.store.item_judged(study_id, candidate, item).await?;
         if !exists {
             return Err(AppError::not_found(format!(
                 "pair {} not found: B0 and {candidate} have not both judged item {item}",

@@ -194,6 +194,17 @@ pub struct SloMisses {
     pub timing_missing: u64,
 }
 
+impl SloMisses {
+    fn add(&mut self, o: &SloMisses) {
+        self.ttft += o.ttft;
+        self.itl += o.itl;
+        self.e2e += o.e2e;
+        self.after_drain += o.after_drain;
+        self.not_accepted += o.not_accepted;
+        self.timing_missing += o.timing_missing;
+    }
+}
+
 /// Useful goodput of one class in one run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
 pub struct RunGoodput {
@@ -683,12 +694,7 @@ fn goodput(policy: &Policy, cell: &CellInput) -> (BTreeMap<String, ClassGoodput>
             g.failed += r.failed;
             g.rejected += r.rejected;
             g.itl_not_applicable += r.itl_not_applicable;
-            g.misses.ttft += r.misses.ttft;
-            g.misses.itl += r.misses.itl;
-            g.misses.e2e += r.misses.e2e;
-            g.misses.after_drain += r.misses.after_drain;
-            g.misses.not_accepted += r.misses.not_accepted;
-            g.misses.timing_missing += r.misses.timing_missing;
+            g.misses.add(&r.misses);
         }
         g.runs = rows;
         out.insert(

@@ -212,6 +212,28 @@ impl Store {
         Ok(event)
     }
 
+    /// Whether a finished quality run of the study's cell judged the item (a measured request
+    /// with a verdict).
+    pub async fn item_judged(
+        &self,
+        study_id: i64,
+        cell: &str,
+        item_id: &str,
+    ) -> Result<bool, StoreError> {
+        let found: i64 = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM runs r JOIN manifests m ON m.id = r.manifest_id \
+             JOIN run_requests q ON q.run_id = r.id AND q.warmup = 0 \
+             WHERE r.study_id = ? AND m.cell = ? AND r.kind = 'quality' AND r.state != 'running' \
+             AND q.item_id = ? AND q.verdict_accepted IS NOT NULL)",
+        )
+        .bind(study_id)
+        .bind(cell)
+        .bind(item_id)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(found != 0)
+    }
+
     /// The study's audit chain, in order.
     pub async fn audit_events(&self, study_id: i64) -> Result<Vec<AuditEvent>, StoreError> {
         let rows = sqlx::query(
