@@ -4,10 +4,16 @@
 # corpus each, run by KV Gate itself; writes the two kvgate-run files under fixtures/demo/runs/
 # (or under OUT_DIR, for a larger recording kept apart from the demo).
 # Usage: scripts/record-demo.sh [ITEMS] [OUT_DIR]   (needs `make llm` and a built `kvgate`)
+# ITEMS may be `all`. KVGATE_RECORD_CORPUS picks another corpus folder (default fixtures/demo/corpus)
+# and KVGATE_RECORD_ONLY a strata filter, e.g. "length_class=short answer_kind=present".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 items=${1:-24}
 out=${2:-fixtures/demo/runs}
+corpus=${KVGATE_RECORD_CORPUS:-fixtures/demo/corpus}
+select=()
+[ "$items" = all ] || select+=(--limit "$items")
+for o in ${KVGATE_RECORD_ONLY:-}; do select+=(--only "$o"); done
 kvgate=${KVGATE_BIN:-target/debug/kvgate}
 work=$(mktemp -d)
 export KVGATE_DB=$work/demo.sqlite
@@ -33,7 +39,7 @@ field() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.ar
 
 run() { # cell kv
   "$kvgate" run quality --study recording --cell "$1" --endpoint "$(field "$work/$2.json" url)" \
-    --startup-log "$(field "$work/$2.json" log)" --corpus fixtures/demo/corpus --limit "$items" \
+    --startup-log "$(field "$work/$2.json" log)" --corpus "$corpus" "${select[@]}" \
     --seed 7 --warmup 1 >"$work/$1.out"
 }
 run B0 f16 &

@@ -46,6 +46,9 @@ fn main() {
         "checklist",
         "sign_check",
         "decide",
+        "check_recovery_plan",
+        "record_recovery_plan",
+        "recovery_status",
     ]);
     tauri_build::try_build(tauri_build::Attributes::new().app_manifest(manifest))
         .expect("tauri build script failed");

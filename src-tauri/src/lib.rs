@@ -61,6 +61,9 @@ pub fn build_app<R: Runtime>(builder: Builder<R>, app: App) -> Builder<R> {
             commands::review::checklist,
             commands::review::sign_check,
             commands::review::decide,
+            commands::review::check_recovery_plan,
+            commands::review::record_recovery_plan,
+            commands::review::recovery_status,
         ])
 }
 

@@ -83,6 +83,8 @@ pub fn write_bindings(dir: &Path) -> Result<(), String> {
     one::<crate::signoff::Checklist>(&cfg)?;
     one::<crate::signoff::SignInput>(&cfg)?;
     one::<crate::signoff::DecideInput>(&cfg)?;
+    one::<crate::recovery::RecordRecoveryInput>(&cfg)?;
+    one::<crate::recovery::RecoveryStatus>(&cfg)?;
     Ok(())
 }
 
@@ -103,6 +105,7 @@ pub fn write_schemas(dir: &Path) -> Result<(), String> {
     one::<Verdict>(dir, "verdict.schema.json")?;
     one::<kvgate_core::run::RequestRecord>(dir, "run-record.schema.json")?;
     one::<kvgate_core::policy::Policy>(dir, "policy.schema.json")?;
+    one::<kvgate_core::recovery::RecoveryPlan>(dir, "recovery-plan.schema.json")?;
     one::<StudyAnalysis>(dir, "analysis.schema.json")?;
     Ok(())
 }

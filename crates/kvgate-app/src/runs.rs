@@ -19,6 +19,7 @@ use kvgate_core::manifest::Manifest;
 use kvgate_core::metrics::{
     normalize, summarize, CanonicalMetric, EngineProfile, MetricPoint, MetricSummary,
 };
+use kvgate_core::policy::{ItemStrata, SegmentFilter};
 use kvgate_core::run::{RequestRecord, RunProgress};
 use kvgate_core::validator::{validate, ValidatorPolicy, Verdict};
 use kvgate_formats::prometheus::{observed_from_cache_config_info, parse_exposition};
@@ -77,6 +78,9 @@ pub struct QualityRunInput {
     /// Send only a balanced subset of this many items.
     #[serde(default)]
     pub limit: Option<u32>,
+    /// Send only the items of these strata (applied before `limit`).
+    #[serde(default)]
+    pub only: Option<SegmentFilter>,
     /// Engine warm-up requests sent first and stored apart from measured ones (default 1).
     #[serde(default)]
     pub warmup: Option<u32>,
@@ -459,14 +463,25 @@ impl App {
             return Err(invalid("concurrency: expected at least 1, found 0"));
         }
         let seed = input.seed.unwrap_or(1);
-        let limit = input
-            .limit
-            .map(|l| l as usize)
-            .unwrap_or(corpus.items.len());
+        let only = input.only.clone().unwrap_or_default();
+        let eligible: Vec<FixtureItem> = corpus
+            .items
+            .iter()
+            .filter(|i| ItemStrata::from_item_id(&i.id).is_some_and(|s| only.matches(&s)))
+            .cloned()
+            .collect();
+        if eligible.is_empty() {
+            return Err(invalid(format!(
+                "only: expected strata matching at least one of the corpus's {} items, found none matching {}",
+                corpus.items.len(),
+                serde_json::to_string(&only).unwrap_or_default()
+            )));
+        }
+        let limit = input.limit.map(|l| l as usize).unwrap_or(eligible.len());
         if limit == 0 {
             return Err(invalid("limit: expected at least 1 item, found 0"));
         }
-        let items: Vec<FixtureItem> = balanced_subset(&corpus.items, limit)
+        let items: Vec<FixtureItem> = balanced_subset(&eligible, limit)
             .into_iter()
             .cloned()
             .collect();
@@ -480,6 +495,7 @@ impl App {
                 "items_sha256": corpus.meta.items_sha256,
                 "item_count": corpus.meta.item_count,
                 "synthetic": corpus.meta.synthetic,
+                "only": only,
                 "selected": ids,
             },
             "repeats": repeats,

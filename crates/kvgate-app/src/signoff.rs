@@ -3,6 +3,7 @@
 //! Sign-offs and decisions are events of the study's audit chain.
 
 use kvgate_core::canonical::{canonical_json, sha256_hex};
+use kvgate_core::recovery::recovery_findings;
 use kvgate_core::review::{AuditEvent, AuditKind};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -92,7 +93,7 @@ pub struct Checklist {
     pub decisions: Vec<AuditEvent>,
 }
 
-/// What signing a check takes. Recovery needs its plan and rehearsal record.
+/// What signing a check takes. Recovery is refused until a recovery plan is recorded.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
 pub struct SignInput {
     #[ts(type = "number")]
@@ -180,8 +181,26 @@ impl App {
             })).collect::<Vec<_>>(),
         });
         let policy = self.policy_status(study_id).await?.current;
+        let plan = self.recovery_status(study_id).await?.current;
+        let policy_drain_s = policy.as_ref().map(|p| p.policy.goodput.drain_s);
+        let fits: Vec<(String, Option<bool>)> = cells
+            .iter()
+            .filter(|c| c.cell != "B0")
+            .map(|c| {
+                (
+                    c.cell.clone(),
+                    c.capacity.rollback_fit.as_ref().map(|f| f.fits),
+                )
+            })
+            .collect();
+        let findings = recovery_findings(plan.as_ref().map(|p| &p.plan), policy_drain_s, &fits);
         let recovery = json!({
-            "drain_s": policy.as_ref().map(|p| p.policy.goodput.drain_s),
+            "drain_s": policy_drain_s,
+            "plan": plan.as_ref().map(|p| json!({
+                "version": p.version, "sha256": p.sha256, "recorded_at": p.recorded_at,
+                "recorded_by": p.recorded_by, "plan": p.plan,
+            })),
+            "findings": findings,
             "cells": cells.iter().map(|c| json!({
                 "cell": c.cell, "rollback_fit": c.capacity.rollback_fit,
                 "model_note": c.capacity.model_note,
@@ -263,6 +282,14 @@ impl App {
                     ),
                 ));
             }
+        }
+        if input.check == Check::Recovery && status.evidence["plan"].is_null() {
+            return Err(AppError::new(
+                ErrorCode::Conflict,
+                "the recovery check needs a recorded recovery plan (canary route, breach rule, \
+                 drain deadline, dated rehearsal) before it can be signed: record one first \
+                 (Sign-off screen, or `kvgate recovery record`)",
+            ));
         }
         let payload = json!({"evidence_sha256": status.evidence_sha256});
         Ok(self

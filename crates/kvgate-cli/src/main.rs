@@ -8,6 +8,7 @@ mod kv_capacity;
 mod llm;
 mod manifests;
 mod policy;
+mod recovery;
 mod review;
 mod runs;
 mod stats;
@@ -72,6 +73,9 @@ enum Command {
     /// The acceptance policy: lock it before results, show its versions, check a file
     #[command(subcommand)]
     Policy(policy::PolicyCommand),
+    /// The recovery plan (check 4): canary route, breach rule, drain deadline, dated rehearsal
+    #[command(subcommand)]
+    Recovery(recovery::RecoveryCommand),
     /// Analyze a study under its locked policy: latency, useful goodput, paired statistics, decision
     Analyze(policy::AnalyzeArgs),
     /// The blind review queue of paired disagreements; label pairs (audited)
@@ -145,6 +149,7 @@ async fn run(cli: Cli) -> Result<Outcome, AppError> {
         Command::Import(args) => imports::run(&app, args).await,
         Command::Policy(cmd) => policy::run(&app, cmd).await,
         Command::Analyze(args) => policy::analyze(&app, args).await,
+        Command::Recovery(cmd) => recovery::run(&app, cmd).await,
         Command::Review(cmd) => review::run(&app, cmd).await,
         Command::Audit(cmd) => review::audit(&app, cmd).await,
         Command::Signoff(args) => review::signoff(&app, args).await,

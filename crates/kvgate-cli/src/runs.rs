@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand};
 use kvgate_app::runs::{LoadRunInput, QualityRunInput, RunEvent, RunPhase, RunSummary};
-use kvgate_app::{App, AppError};
+use kvgate_app::{App, AppError, ErrorCode};
+use kvgate_core::policy::SegmentFilter;
 
 use crate::{print_json, Outcome};
 
@@ -57,6 +58,10 @@ pub enum RunCommand {
         /// Send only a balanced subset of this many items
         #[arg(long)]
         limit: Option<u32>,
+        /// Send only items of a stratum, e.g. `--only length_class=short --only task_type=literal`
+        /// (keys: language, length_class, position, task_type, answer_kind); applied before --limit
+        #[arg(long, value_name = "KEY=VALUE")]
+        only: Vec<String>,
         /// Engine warm-up requests, sent first and stored apart
         #[arg(long, default_value_t = 1)]
         warmup: u32,
@@ -255,9 +260,11 @@ pub async fn run(app: &App, cmd: RunCommand) -> Result<Outcome, AppError> {
             corpus,
             repeats,
             limit,
+            only,
             warmup,
             concurrency,
         } => {
+            let only = strata_filter(&only)?;
             let study = app.study_by_name(&target.study).await?;
             let input = QualityRunInput {
                 study_id: study.id,
@@ -268,6 +275,7 @@ pub async fn run(app: &App, cmd: RunCommand) -> Result<Outcome, AppError> {
                 repeats: Some(repeats),
                 seed: Some(target.seed),
                 limit,
+                only,
                 warmup: Some(warmup),
                 concurrency: Some(concurrency),
                 startup_log: target.startup_log.as_ref().map(|p| p.display().to_string()),
@@ -375,4 +383,29 @@ pub async fn run(app: &App, cmd: RunCommand) -> Result<Outcome, AppError> {
             Ok(Outcome::Success)
         }
     }
+}
+
+/// `KEY=VALUE` pairs as a strata filter; the keys and values a policy segment accepts.
+fn strata_filter(pairs: &[String]) -> Result<Option<SegmentFilter>, AppError> {
+    if pairs.is_empty() {
+        return Ok(None);
+    }
+    let mut map = serde_json::Map::new();
+    for pair in pairs {
+        let Some((key, value)) = pair.split_once('=') else {
+            return Err(AppError::new(
+                ErrorCode::InvalidInput,
+                format!("--only: expected KEY=VALUE, found {pair:?}"),
+            ));
+        };
+        if map.insert(key.to_string(), value.into()).is_some() {
+            return Err(AppError::new(
+                ErrorCode::InvalidInput,
+                format!("--only: expected each key once, found {key:?} again"),
+            ));
+        }
+    }
+    serde_json::from_value(serde_json::Value::Object(map))
+        .map(Some)
+        .map_err(|e| AppError::new(ErrorCode::InvalidInput, format!("--only: {e}")))
 }

@@ -13,6 +13,7 @@ pub mod kv_capacity;
 pub mod manifest;
 pub mod metrics;
 pub mod policy;
+pub mod recovery;
 pub mod review;
 pub mod run;
 pub mod stats;

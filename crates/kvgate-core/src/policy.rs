@@ -174,7 +174,7 @@ impl std::fmt::Display for PolicyProblem {
     }
 }
 
-fn problem(
+pub(crate) fn problem(
     path: impl Into<String>,
     expected: impl Into<String>,
     found: impl Into<String>,

@@ -11,6 +11,7 @@ mod imports;
 mod manifests;
 mod measured;
 mod policies;
+mod recovery;
 mod review;
 mod runs;
 mod settings;
@@ -21,6 +22,7 @@ pub use imports::{AggregateRow, ImportRecord, ImportedRun, NewImport};
 pub use manifests::ManifestRecord;
 pub use measured::MeasuredRequest;
 pub use policies::PolicyRecord;
+pub use recovery::RecoveryPlanRecord;
 pub use review::AdjudicationRow;
 pub use runs::{
     MetricScrapeRow, NewRun, RequestRowSource, RunEvidence, RunKind, RunRecord, RunState,

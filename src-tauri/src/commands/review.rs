@@ -1,5 +1,7 @@
+use kvgate_app::recovery::{RecordRecoveryInput, RecordedRecoveryPlan, RecoveryStatus};
 use kvgate_app::review::{AuditReport, LabelInput, LabelOutcome, ReviewFilter, ReviewQueue};
 use kvgate_app::{App, AppError};
+use kvgate_core::policy::PolicyProblem;
 use tauri::State;
 
 #[tauri::command]
@@ -43,4 +45,25 @@ pub async fn decide(
     input: kvgate_app::signoff::DecideInput,
 ) -> Result<kvgate_core::review::AuditEvent, AppError> {
     app.decide(input).await
+}
+
+#[tauri::command]
+pub fn check_recovery_plan(app: State<'_, App>, plan_json: String) -> Vec<PolicyProblem> {
+    app.check_recovery_plan(&plan_json)
+}
+
+#[tauri::command]
+pub async fn record_recovery_plan(
+    app: State<'_, App>,
+    input: RecordRecoveryInput,
+) -> Result<RecordedRecoveryPlan, AppError> {
+    app.record_recovery_plan(input).await
+}
+
+#[tauri::command]
+pub async fn recovery_status(
+    app: State<'_, App>,
+    study_id: i64,
+) -> Result<RecoveryStatus, AppError> {
+    app.recovery_status(study_id).await
 }

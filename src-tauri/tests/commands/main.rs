@@ -400,3 +400,41 @@ fn policy_check_lock_status_analyze_and_plan() {
     .unwrap_err();
     assert_eq!(bad["code"], "invalid_input");
 }
+
+#[test]
+fn recovery_plan_check_record_and_status() {
+    let h = harness();
+    let study = invoke(&h, "create_study", json!({"input": {"name": "recovery"}})).unwrap();
+    let sid = study["id"].clone();
+    let plan = include_str!("../../../fixtures/recovery/demo-cpu.json");
+    assert_eq!(
+        invoke(&h, "check_recovery_plan", json!({"planJson": plan})),
+        Ok(json!([]))
+    );
+    let problems = invoke(
+        &h,
+        "check_recovery_plan",
+        json!({"planJson": plan.replace("\"share_percent\": 5", "\"share_percent\": 150")}),
+    )
+    .unwrap();
+    assert_eq!(problems[0]["path"], "canary.share_percent");
+    let empty = invoke(&h, "recovery_status", json!({"studyId": sid})).unwrap();
+    assert_eq!(empty["current"], Value::Null);
+    let recorded = invoke(
+        &h,
+        "record_recovery_plan",
+        json!({"input": {"study_id": sid, "plan_json": plan, "by": "owner"}}),
+    )
+    .unwrap();
+    assert_eq!(recorded["version"], 1);
+    assert_eq!(recorded["plan"]["rehearsal"]["date"], "2026-11-30");
+    let status = invoke(&h, "recovery_status", json!({"studyId": sid})).unwrap();
+    assert_eq!(status["current"]["sha256"], recorded["sha256"]);
+    let again = invoke(
+        &h,
+        "record_recovery_plan",
+        json!({"input": {"study_id": sid, "plan_json": plan, "by": "owner"}}),
+    )
+    .unwrap_err();
+    assert_eq!(again["code"], "conflict");
+}

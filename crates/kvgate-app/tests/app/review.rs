@@ -28,6 +28,7 @@ fn quality(study_id: i64, cell: &str, base_url: String, log: &str) -> QualityRun
         repeats: Some(1),
         seed: Some(3),
         limit: Some(12),
+        only: None,
         warmup: Some(0),
         concurrency: Some(2),
         startup_log: Some(path(log)),

@@ -67,6 +67,7 @@ fn quality(study_id: i64, cell: &str, base_url: String, log: Option<&str>) -> Qu
         repeats: Some(2),
         seed: Some(3),
         limit: Some(8),
+        only: None,
         warmup: Some(1),
         concurrency: Some(2),
         startup_log: log.map(path),
@@ -418,4 +419,40 @@ async fn cancelled_run_is_stored_labelled_with_every_planned_request() {
     assert_eq!(detail.rejected, 16, "failures stay in the denominator");
     let err = app.cancel_run(summary.id).unwrap_err();
     assert_eq!(err.code, ErrorCode::NotFound);
+}
+
+#[tokio::test]
+async fn a_quality_run_may_be_limited_to_strata() {
+    let (_dir, app, sid) = app_with_cells("only").await;
+    let (answers, _) = answers();
+    let server = answer_server::start(answers).await;
+    let mut input = quality(sid, "B0", server.base(), None);
+    input.repeats = Some(1);
+    input.limit = None;
+    input.only = Some(
+        serde_json::from_value(serde_json::json!({"language": "de", "length_class": "short"}))
+            .unwrap(),
+    );
+    let summary = app.run_quality(&input, |_| {}).await.unwrap();
+    // The demo corpus has one item per language × length × position × task: 12 German short ones.
+    assert_eq!(summary.planned, Some(12));
+    let detail = app.run_detail(summary.id).await.unwrap();
+    for r in detail.requests.iter().filter(|r| !r.warmup) {
+        let id = r.record.item_id.as_deref().unwrap();
+        assert!(id.contains("-de-short-"), "{id}");
+    }
+    // Nothing matches: refused before anything is sent or stored.
+    input.only = Some(
+        serde_json::from_value(serde_json::json!({"language": "de", "task_type": "literal",
+            "answer_kind": "absent", "length_class": "short", "position": "begin"}))
+        .unwrap(),
+    );
+    let runs_before = app.list_runs(sid).await.unwrap().len();
+    let err = app.run_quality(&input, |_| {}).await.unwrap_err();
+    assert!(
+        err.message.starts_with("only: expected strata matching"),
+        "{}",
+        err.message
+    );
+    assert_eq!(app.list_runs(sid).await.unwrap().len(), runs_before);
 }

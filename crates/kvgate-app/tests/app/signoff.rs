@@ -2,6 +2,7 @@
 //! changes; decisions recorded in the audit chain with the outcome the table suggested.
 
 use kvgate_app::analysis::LockPolicyInput;
+use kvgate_app::recovery::RecordRecoveryInput;
 use kvgate_app::review::{LabelInput, ReviewFilter};
 use kvgate_app::signoff::{Check, DecideInput, DecisionOutcome, SignInput};
 use kvgate_app::{App, ErrorCode};
@@ -36,6 +37,53 @@ async fn signatures_hold_until_their_evidence_changes_and_decisions_are_chained(
     for (a, b) in list.checks.iter().zip(&again.checks) {
         assert_eq!(a.evidence_sha256, b.evidence_sha256);
     }
+    // Recovery cannot be signed before its plan is recorded; the evidence says why.
+    let recovery = &list.checks[3];
+    assert_eq!(recovery.check, Check::Recovery);
+    assert!(recovery.evidence["plan"].is_null());
+    assert!(recovery.evidence["findings"][0]
+        .as_str()
+        .unwrap()
+        .starts_with("no recovery plan recorded"));
+    let refused = app
+        .sign_check(SignInput {
+            study_id: sid,
+            check: Check::Recovery,
+            by: "architect".into(),
+            expected_sha256: None,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code, ErrorCode::Conflict);
+    assert!(
+        refused.message.contains("recovery plan"),
+        "{}",
+        refused.message
+    );
+    let plan_json =
+        std::fs::read_to_string(format!("{ROOT}fixtures/recovery/demo-cpu.json")).unwrap();
+    let plan = app
+        .record_recovery_plan(RecordRecoveryInput {
+            study_id: sid,
+            plan_json: plan_json.clone(),
+            by: "owner".into(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(plan.version, 1);
+    let list = app.checklist(sid).await.unwrap();
+    let recovery = &list.checks[3];
+    assert_eq!(recovery.evidence["plan"]["sha256"], plan.sha256.as_str());
+    assert_eq!(
+        recovery.evidence["plan"]["plan"]["canary"]["share_percent"],
+        5.0
+    );
+    // The plan drains as long as the policy; the CPU manifests carry no capacity model, so the
+    // rollback fit is unknown, and said so.
+    assert_eq!(
+        recovery.evidence["findings"],
+        serde_json::json!(["rollback fit of Q8 unknown"])
+    );
     for c in &list.checks {
         let e = app
             .sign_check(SignInput {
@@ -81,6 +129,40 @@ async fn signatures_hold_until_their_evidence_changes_and_decisions_are_chained(
     for c in &list.checks {
         assert_eq!(c.valid, c.check != Check::Quality, "{:?}", c.check);
     }
+    // A new plan version (a failed warm-up rehearsal) voids the recovery signature only, and is
+    // named in the findings; a bad plan is refused and changes nothing.
+    let bad = app
+        .record_recovery_plan(RecordRecoveryInput {
+            study_id: sid,
+            plan_json: plan_json.replace("\"drain_deadline_s\": 600", "\"drain_deadline_s\": -1"),
+            by: "owner".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(bad.code, ErrorCode::InvalidInput);
+    assert!(
+        bad.message.contains("drain_deadline_s: expected"),
+        "{}",
+        bad.message
+    );
+    assert_eq!(app.recovery_status(sid).await.unwrap().versions.len(), 1);
+    app.record_recovery_plan(RecordRecoveryInput {
+        study_id: sid,
+        plan_json: plan_json.replace("\"warm_up\": \"passed\"", "\"warm_up\": \"failed\""),
+        by: "owner".into(),
+    })
+    .await
+    .unwrap();
+    let list = app.checklist(sid).await.unwrap();
+    for c in &list.checks {
+        let holds = !matches!(c.check, Check::Quality | Check::Recovery);
+        assert_eq!(c.valid, holds, "{:?}", c.check);
+    }
+    assert_eq!(list.checks[3].evidence["plan"]["version"], 2);
+    assert!(list.checks[3].evidence["findings"][0]
+        .as_str()
+        .unwrap()
+        .contains("warm_up failed"));
     // Statistics on the labels sit beside the automatic ones: the pair was rejected on both
     // sides and labelled both wrong, so the counts agree.
     let analysis = app.analyze(sid).await.unwrap();

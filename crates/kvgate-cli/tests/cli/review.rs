@@ -160,6 +160,61 @@ fn signoff_and_decide_need_a_locked_policy_and_land_in_the_chain() {
         ],
     );
     assert!(out.status.success(), "{}", stderr(&out));
+    // Recovery is refused until its plan is recorded.
+    let out = kvgate(
+        &db,
+        &[
+            "signoff", "--study", "cpu", "--check", "recovery", "--by", "arch",
+        ],
+    );
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("needs a recorded recovery plan"),
+        "{}",
+        stderr(&out)
+    );
+    let plan = repo("fixtures/recovery/demo-cpu.json");
+    let out = kvgate(&db, &["recovery", "check", plan.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stdout(&out));
+    let bad = dir.path().join("bad-plan.json");
+    std::fs::write(
+        &bad,
+        std::fs::read_to_string(&plan)
+            .unwrap()
+            .replace("\"2026-11-30\"", "\"2026-11-31\""),
+    )
+    .unwrap();
+    let out = kvgate(&db, &["recovery", "check", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stdout(&out).contains(
+            "rehearsal.date: expected a calendar day written YYYY-MM-DD, found \"2026-11-31\""
+        ),
+        "{}",
+        stdout(&out)
+    );
+    let out = kvgate(
+        &db,
+        &[
+            "recovery",
+            "record",
+            "--study",
+            "cpu",
+            "--file",
+            plan.to_str().unwrap(),
+            "--by",
+            "owner",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let digest = stdout(&out).lines().next().unwrap().to_owned();
+    assert_eq!(digest.len(), 64, "{digest}");
+    let out = kvgate(&db, &["recovery", "show", "--study", "cpu"]);
+    assert!(
+        stdout(&out).contains(&format!("version 1  sha256 {digest}")),
+        "{}",
+        stdout(&out)
+    );
     for check in ["compatibility", "quality", "operations", "recovery"] {
         let out = kvgate(
             &db,

@@ -2,7 +2,7 @@
 import type { Check } from "./Check";
 
 /**
- * What signing a check takes. Recovery needs its plan and rehearsal record.
+ * What signing a check takes. Recovery is refused until a recovery plan is recorded.
  */
 export type SignInput = { study_id: number, check: Check, by: string, 
 /**
