@@ -33,6 +33,9 @@ import type { PairsPlan } from '$lib/bindings/PairsPlan';
 import type { PolicyProblem } from '$lib/bindings/PolicyProblem';
 import type { PolicyStatus } from '$lib/bindings/PolicyStatus';
 import type { QualityRunInput } from '$lib/bindings/QualityRunInput';
+import type { RecordedRecoveryPlan } from '$lib/bindings/RecordedRecoveryPlan';
+import type { RecordRecoveryInput } from '$lib/bindings/RecordRecoveryInput';
+import type { RecoveryStatus } from '$lib/bindings/RecoveryStatus';
 import type { SignInput } from '$lib/bindings/SignInput';
 import type { ReviewFilter } from '$lib/bindings/ReviewFilter';
 import type { ReviewQueue } from '$lib/bindings/ReviewQueue';
@@ -236,3 +239,14 @@ export const signCheck = (input: Wire<SignInput>): Promise<Wire<AuditEvent>> => 
 /** Records the decision for a candidate with its rationale; the suggested outcome and the state of
  * the checks are recorded with it. Appended to the study's audit chain. */
 export const decide = (input: Wire<DecideInput>): Promise<Wire<AuditEvent>> => call('decide', { input });
+
+/** Every problem of a recovery plan text, each with its JSON path; empty when it may be recorded. Stores nothing. */
+export const checkRecoveryPlan = (planJson: string): Promise<PolicyProblem[]> => call('check_recovery_plan', { planJson });
+
+/** Records the study's next recovery plan version (canonical JSON, sha256, time, author); refused
+ * (conflict) when the same plan is recorded again, (invalid_input) with one `- path: …` line per problem. */
+export const recordRecoveryPlan = (input: Wire<RecordRecoveryInput>): Promise<Wire<RecordedRecoveryPlan>> =>
+  call('record_recovery_plan', { input });
+
+/** Every recorded recovery plan version of a study, the one in force last. */
+export const recoveryStatus = (studyId: number): Promise<Wire<RecoveryStatus>> => call('recovery_status', { studyId });

@@ -13,6 +13,7 @@ import {
   cancelRun,
   commitImport,
   checkCorpora,
+  checkRecoveryPlan,
   createStudy,
   deleteManifestDraft,
   deriveCandidate,
@@ -33,6 +34,8 @@ import {
   onRunProgress,
   openStudy,
   previewImport,
+  recordRecoveryPlan,
+  recoveryStatus,
   runDetail,
   runLoad,
   runQuality,
@@ -196,6 +199,20 @@ describe('commands', () => {
       ['commit_import', { token: 'import-1' }],
       ['cancel_import', { job: 'import-1' }],
       ['list_imports', { studyId: 3 }],
+    ]);
+  });
+
+  it('calls the recovery plan commands with the argument names the Rust commands take', async () => {
+    invokeMock.mockResolvedValue(null);
+    const input = { study_id: 3, plan_json: '{"drain_deadline_s":600}', by: 'Owner' };
+    await checkRecoveryPlan('{"drain_deadline_s":600}');
+    await recordRecoveryPlan(input);
+    await recoveryStatus(3);
+
+    expect(invokeMock.mock.calls).toEqual([
+      ['check_recovery_plan', { planJson: '{"drain_deadline_s":600}' }],
+      ['record_recovery_plan', { input }],
+      ['recovery_status', { studyId: 3 }],
     ]);
   });
 

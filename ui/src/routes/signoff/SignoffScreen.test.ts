@@ -8,12 +8,14 @@ vi.mock('$lib/ipc', async (importOriginal) => ({
   checklist: vi.fn(),
   signCheck: vi.fn(),
   decide: vi.fn(),
+  checkRecoveryPlan: vi.fn(),
+  recordRecoveryPlan: vi.fn(),
 }));
 
 import * as ipc from '$lib/ipc';
 import { Workspace } from '$lib/workspace.svelte';
 import { analysis } from '../results/results-fixture';
-import { checklist, event, signedStatus, status, voidStatus } from './signoff-fixture';
+import { PLAN, checklist, event, recoveryWithoutPlan, signedStatus, status, voidStatus } from './signoff-fixture';
 import SignoffScreen from './SignoffScreen.svelte';
 import { SignoffModel } from './signoff.svelte';
 
@@ -40,7 +42,25 @@ beforeEach(() => {
   localStorage.clear();
   ipcMock.analyzeStudy.mockResolvedValue(analysis());
   ipcMock.checklist.mockResolvedValue(checklist());
+  ipcMock.checkRecoveryPlan.mockResolvedValue([]);
 });
+
+const withoutPlan = () => checklist({ checks: [status('compatibility'), status('quality'), status('operations'), recoveryWithoutPlan()] });
+
+/** Fills every field of the open recovery form; `admission` empty unless given. */
+async function fillRecovery(form: HTMLElement, admission = '') {
+  const q = (id: string) => within(form).getByTestId(id);
+  await fireEvent.input(q('recovery-route'), { target: { value: 'chat-short/eu-1' } });
+  await fireEvent.input(q('recovery-share'), { target: { value: '5' } });
+  await fireEvent.input(q('recovery-breach'), { target: { value: 'TTFT p99 > 800 ms for 5 min' } });
+  await fireEvent.input(q('recovery-drain'), { target: { value: '30' } });
+  await fireEvent.input(q('recovery-admission'), { target: { value: admission } });
+  await fireEvent.input(q('recovery-date'), { target: { value: '2026-01-15' } });
+  await fireEvent.change(q('recovery-restart'), { target: { value: 'passed' } });
+  await fireEvent.change(q('recovery-cache-loss'), { target: { value: 'passed' } });
+  await fireEvent.change(q('recovery-warm-up'), { target: { value: 'failed' } });
+  await fireEvent.input(q('recovery-notes'), { target: { value: 'warm-up took 9 min' } });
+}
 
 describe('Sign-off screen', () => {
   it('explains a missing locked policy and leads to the Policy screen', async () => {
@@ -222,5 +242,166 @@ describe('Sign-off screen', () => {
     ipcMock.checklist.mockResolvedValue(checklist());
     await fireEvent.click(screen.getByTestId('signoff-retry'));
     expect(await screen.findAllByTestId('signoff-check')).toHaveLength(4);
+  });
+});
+
+describe('Sign-off screen: recovery plan', () => {
+  it('shows the recorded plan, its digest and the findings, a failed rehearsal step in red', async () => {
+    setup();
+    const recovery = await check('recovery');
+    const plan = within(recovery).getByTestId('evidence-recovery-plan');
+    expect(within(plan).getByTestId('evidence-recovery-canary').textContent).toContain('5 %');
+    expect(within(plan).getByTestId('evidence-recovery-canary').textContent).toContain('chat-short/eu-1');
+    expect(within(plan).getByTestId('evidence-recovery-breach').textContent).toContain('TTFT p99 above the class SLO');
+    expect(within(plan).getByTestId('evidence-recovery-rehearsal').dataset['date']).toBe('2026-11-30');
+    expect(within(plan).getByTestId('evidence-recovery-plan-sha').textContent).toBe('5'.repeat(64));
+    expect(within(plan).getByTestId('evidence-recovery-admission').textContent).toContain('rollback fits as is');
+    expect(plan.textContent).toContain('recorded by Owner');
+    const findings = within(recovery).getAllByTestId('evidence-recovery-finding');
+    expect(findings).toHaveLength(3);
+    expect(findings[0]!.textContent).toBe('rehearsal step warm_up failed on 2026-11-30');
+    expect(findings[0]!.classList.contains('bad')).toBe(true);
+    expect(findings[1]!.classList.contains('bad')).toBe(false);
+    expect(within(recovery).queryByTestId('signoff-recovery-needs-plan')).toBeNull();
+    expect((within(recovery).getByTestId('signoff-sign') as HTMLButtonElement).disabled).toBe(false);
+    expect(within(recovery).getByTestId('recovery-plan-open').textContent).toContain('Record a new version');
+  });
+
+  it('cannot sign the recovery check while no plan is recorded, and says why', async () => {
+    ipcMock.checklist.mockResolvedValue(withoutPlan());
+    setup();
+    const recovery = await check('recovery');
+    expect(within(recovery).queryByTestId('evidence-recovery-plan')).toBeNull();
+    expect(within(recovery).getByTestId('evidence-recovery-no-plan')).toBeTruthy();
+    expect(within(recovery).getByTestId('evidence-recovery-finding').textContent).toMatch(/^no recovery plan recorded/);
+    const sign = within(recovery).getByTestId('signoff-sign') as HTMLButtonElement;
+    expect(sign.disabled).toBe(true);
+    const reason = within(recovery).getByTestId('signoff-recovery-needs-plan');
+    expect(reason.textContent).toContain('recovery plan is recorded');
+    expect(sign.getAttribute('aria-describedby')).toBe(reason.id);
+    // Other checks are not held back.
+    expect((within(await check('quality')).getByTestId('signoff-sign') as HTMLButtonElement).disabled).toBe(false);
+    expect(within(recovery).getByTestId('recovery-plan-open').textContent).toContain('Record recovery plan');
+  });
+
+  it('shows the backend\'s problems and the form\'s own at their fields', async () => {
+    ipcMock.checklist.mockResolvedValue(withoutPlan());
+    ipcMock.checkRecoveryPlan.mockResolvedValue([
+      { path: 'canary.share_percent', expected: 'a bounded share of the route in (0, 100] percent', found: '250' },
+      { path: '$', expected: 'a JSON object (duplicate keys refused)', found: 'odd' },
+    ]);
+    setup();
+    const recovery = await check('recovery');
+    await fireEvent.click(within(recovery).getByTestId('recovery-plan-open'));
+    const form = within(recovery).getByTestId('recovery-plan-form');
+    expect(document.activeElement).toBe(within(form).getByTestId('recovery-route'));
+    await fireEvent.input(within(form).getByTestId('recovery-share'), { target: { value: '250' } });
+    await waitFor(() => expect(ipcMock.checkRecoveryPlan).toHaveBeenCalled());
+    const last = ipcMock.checkRecoveryPlan.mock.calls.at(-1)![0];
+    expect(JSON.parse(last).canary.share_percent).toBe(250);
+
+    await waitFor(() => {
+      const share = within(form).getAllByTestId('recovery-problem').filter((p) => p.dataset['path'] === 'canary.share_percent');
+      expect(share.length).toBeGreaterThan(0);
+    });
+    const shareInput = within(form).getByTestId('recovery-share');
+    expect(shareInput.getAttribute('aria-invalid')).toBe('true');
+    const described = document.getElementById(shareInput.getAttribute('aria-describedby')!)!;
+    expect(within(described).getByTestId('recovery-problem').textContent).toContain('(0, 100]');
+    // A problem naming no field is shown above the form.
+    expect(within(within(form).getByTestId('recovery-general-problems')).getByTestId('recovery-problem').dataset['path']).toBe('$');
+    // No outcome is preselected: the form says each must be chosen.
+    expect((within(form).getByTestId('recovery-restart') as HTMLSelectElement).value).toBe('');
+    const restart = within(form).getAllByTestId('recovery-problem').find((p) => p.dataset['path'] === 'rehearsal.restart')!;
+    expect(restart.textContent).toContain('passed or failed');
+    expect((within(form).getByTestId('recovery-plan-record') as HTMLButtonElement).disabled).toBe(true);
+    expect(within(form).getByTestId('recovery-plan-blocked').textContent).toContain('problems first');
+    // Labels name their inputs.
+    expect(within(form).getByLabelText(/Canary route/)).toBe(within(form).getByTestId('recovery-route'));
+    expect(within(form).getByLabelText('Cache loss')).toBe(within(form).getByTestId('recovery-cache-loss'));
+  });
+
+  it('records the plan with the signer as author, reads the checklist again and closes the form', async () => {
+    localStorage.setItem('kvgate.signer', 'Olga Owner');
+    ipcMock.checklist.mockResolvedValue(withoutPlan());
+    ipcMock.recordRecoveryPlan.mockResolvedValue({
+      study_id: 7,
+      version: 1,
+      plan: PLAN,
+      sha256: '6'.repeat(64),
+      recorded_at: '2026-12-01T09:00:00Z',
+      recorded_by: 'Olga Owner',
+    });
+    setup();
+    const recovery = await check('recovery');
+    await fireEvent.click(within(recovery).getByTestId('recovery-plan-open'));
+    const form = within(recovery).getByTestId('recovery-plan-form');
+    expect((within(form).getByTestId('recovery-by') as HTMLInputElement).value).toBe('Olga Owner');
+    await fillRecovery(form);
+    await waitFor(() => expect((within(form).getByTestId('recovery-plan-record') as HTMLButtonElement).disabled).toBe(false));
+
+    ipcMock.checklist.mockResolvedValue(checklist());
+    await fireEvent.submit(form);
+    await waitFor(() => expect(ipcMock.recordRecoveryPlan).toHaveBeenCalledTimes(1));
+    const input = ipcMock.recordRecoveryPlan.mock.calls[0]![0];
+    expect(input.study_id).toBe(7);
+    expect(input.by).toBe('Olga Owner');
+    expect(JSON.parse(input.plan_json)).toEqual({
+      canary: { route: 'chat-short/eu-1', share_percent: 5 },
+      breach_rule: 'TTFT p99 > 800 ms for 5 min',
+      drain_deadline_s: 30,
+      rehearsal: { date: '2026-01-15', restart: 'passed', cache_loss: 'passed', warm_up: 'failed', notes: 'warm-up took 9 min' },
+    });
+    await waitFor(() => expect(screen.queryByTestId('recovery-plan-form')).toBeNull());
+    expect(ipcMock.checklist).toHaveBeenCalledTimes(2);
+    const after = await check('recovery');
+    expect(within(after).getByTestId('recovery-plan-recorded').textContent).toContain('version 1');
+    await waitFor(() => expect(within(after).getByTestId('evidence-recovery-plan')).toBeTruthy());
+    expect((within(after).getByTestId('signoff-sign') as HTMLButtonElement).disabled).toBe(false);
+  });
+
+  it('shows a refusal on the form, the listed problems at their fields', async () => {
+    localStorage.setItem('kvgate.signer', 'Olga');
+    ipcMock.checklist.mockResolvedValue(withoutPlan());
+    ipcMock.recordRecoveryPlan.mockRejectedValueOnce({
+      code: 'invalid_input',
+      message: 'the recovery plan cannot be recorded:\n- rehearsal.date: expected a day that has happened (today is 2026-01-14), found "2026-01-15"',
+    });
+    setup();
+    const recovery = await check('recovery');
+    await fireEvent.click(within(recovery).getByTestId('recovery-plan-open'));
+    const form = within(recovery).getByTestId('recovery-plan-form');
+    await fillRecovery(form, '64');
+    await waitFor(() => expect((within(form).getByTestId('recovery-plan-record') as HTMLButtonElement).disabled).toBe(false));
+    await fireEvent.click(within(form).getByTestId('recovery-plan-record'));
+    await waitFor(() => expect(within(form).getByTestId('recovery-plan-error').textContent).toContain('invalid_input'));
+    expect(JSON.parse(ipcMock.recordRecoveryPlan.mock.calls[0]![0].plan_json).admission_before_restore).toBe(64);
+    const date = within(form).getAllByTestId('recovery-problem').find((p) => p.dataset['path'] === 'rehearsal.date')!;
+    expect(date.textContent).toContain('today is 2026-01-14');
+    expect(ipcMock.checklist).toHaveBeenCalledTimes(1);
+
+    ipcMock.recordRecoveryPlan.mockRejectedValueOnce({ code: 'conflict', message: 'this recovery plan is already recorded as version 1' });
+    await fireEvent.click(within(form).getByTestId('recovery-plan-record'));
+    await waitFor(() => expect(within(form).getByTestId('recovery-plan-error').textContent).toContain('already recorded as version 1'));
+    expect(screen.getByTestId('recovery-plan-form')).toBe(form);
+  });
+
+  it('starts a new version from the current plan, and Escape closes the form', async () => {
+    setup();
+    const recovery = await check('recovery');
+    const open = within(recovery).getByTestId('recovery-plan-open');
+    await fireEvent.click(open);
+    const form = within(recovery).getByTestId('recovery-plan-form');
+    expect(form.textContent).toContain('from version 2');
+    expect((within(form).getByTestId('recovery-route') as HTMLInputElement).value).toBe('chat-short/eu-1');
+    expect((within(form).getByTestId('recovery-share') as HTMLInputElement).value).toBe('5');
+    expect((within(form).getByTestId('recovery-drain') as HTMLInputElement).value).toBe('600');
+    expect((within(form).getByTestId('recovery-admission') as HTMLInputElement).value).toBe('');
+    expect((within(form).getByTestId('recovery-date') as HTMLInputElement).value).toBe('2026-11-30');
+    expect((within(form).getByTestId('recovery-warm-up') as HTMLSelectElement).value).toBe('failed');
+    expect((within(form).getByTestId('recovery-notes') as HTMLTextAreaElement).value).toBe('warm-up took 9 min');
+    await fireEvent.keyDown(within(form).getByTestId('recovery-breach'), { key: 'Escape' });
+    await waitFor(() => expect(screen.queryByTestId('recovery-plan-form')).toBeNull());
+    await waitFor(() => expect(document.activeElement).toBe(within(recovery).getByTestId('recovery-plan-open')));
   });
 });

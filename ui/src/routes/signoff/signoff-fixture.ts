@@ -4,9 +4,18 @@
 import type { Wire } from '$lib/ipc';
 import type { Check } from '$lib/bindings/Check';
 import type { Checklist } from '$lib/bindings/Checklist';
+import type { RecoveryPlan } from '$lib/bindings/RecoveryPlan';
 import type { Event, Status } from './signoff-view';
 
 const SHA = (c: string) => c.repeat(64);
+
+/** A recorded recovery plan: warm-up failed, no admission to reduce to, drain 600 s. */
+export const PLAN: RecoveryPlan = {
+  canary: { route: 'chat-short/eu-1', share_percent: 5 },
+  breach_rule: 'TTFT p99 above the class SLO for 5 minutes: new traffic goes back to B0',
+  drain_deadline_s: 600,
+  rehearsal: { date: '2026-11-30', restart: 'passed', cache_loss: 'passed', warm_up: 'failed', notes: 'warm-up took 9 min' },
+};
 
 export const EVIDENCE: Record<Check, unknown> = {
   compatibility: {
@@ -63,6 +72,18 @@ export const EVIDENCE: Record<Check, unknown> = {
   },
   recovery: {
     drain_s: 30,
+    plan: {
+      version: 2,
+      sha256: SHA('5'),
+      recorded_at: '2026-12-01T08:00:00Z',
+      recorded_by: 'Owner',
+      plan: PLAN,
+    },
+    findings: [
+      'rehearsal step warm_up failed on 2026-11-30',
+      "the plan drains streams for 600 s, the locked policy's goodput drain is 30 s",
+      "rollback from C1 does not fit B0's cache at its admission, and the plan names no admission to reduce to before restoring it",
+    ],
     cells: [
       { cell: 'B0', rollback_fit: null, model_note: null },
       {
@@ -133,4 +154,19 @@ export function checklist(patch: Partial<Wire<Checklist>> = {}): Wire<Checklist>
     decisions: [],
     ...patch,
   };
+}
+
+/** The recovery evidence before any plan is recorded. */
+export function recoveryEvidenceWithoutPlan(): unknown {
+  const e = EVIDENCE.recovery as Record<string, unknown>;
+  return {
+    ...e,
+    plan: null,
+    findings: ['no recovery plan recorded: canary route, breach rule, drain deadline and a dated rehearsal are required before this check can be signed'],
+  };
+}
+
+/** The recovery check without a recorded plan: it cannot be signed. */
+export function recoveryWithoutPlan(patch: Partial<Status> = {}): Status {
+  return status('recovery', { evidence: recoveryEvidenceWithoutPlan(), evidence_sha256: '3'.repeat(64), ...patch });
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { cell, invalidCell } from '../results/results-fixture';
-import { EVIDENCE, event, signedStatus, status, voidStatus } from './signoff-fixture';
+import { EVIDENCE, PLAN, event, recoveryEvidenceWithoutPlan, signedStatus, status, voidStatus } from './signoff-fixture';
 import {
   CHECKS,
   checkState,
@@ -8,8 +8,19 @@ import {
   decisionCandidates,
   decisionLabel,
   decisionWarning,
+  emptyRecoveryForm,
   formatBytes,
+  isFailedStepFinding,
+  isIsoDate,
+  mergeProblems,
   operationsTables,
+  placeRecoveryProblems,
+  problemsFromMessage,
+  recoveryFormFromPlan,
+  recoveryFormProblems,
+  recoveryNeedsPlan,
+  recoveryPlanJson,
+  type RecoveryForm,
   qualityTables,
   rawJson,
   recordedDecisions,
@@ -91,7 +102,51 @@ describe('evidence tables', () => {
     expect(t.drainS).toBe(30);
     expect(t.cells[0]).toMatchObject({ cell: 'B0', fits: null });
     expect(t.cells[1]).toMatchObject({ cell: 'C1', fits: false, maxSequences: 21, shortfallBytes: 4 * 1024 ** 3 });
-    expect(recoveryTables({ drain_s: null, cells: [] })).toEqual({ drainS: null, cells: [] });
+    expect(recoveryTables({ drain_s: null, cells: [] })).toEqual({ drainS: null, plan: null, findings: [], cells: [] });
+  });
+
+  it('reads recovery: the recorded plan with its version, digest and rehearsal, and the findings', () => {
+    const t = recoveryTables(EVIDENCE.recovery)!;
+    const plan = t.plan!;
+    expect(plan).toMatchObject({
+      version: 2,
+      sha256: '5'.repeat(64),
+      recordedBy: 'Owner',
+      recordedAt: '2026-12-01T08:00:00Z',
+      route: 'chat-short/eu-1',
+      sharePercent: 5,
+      drainDeadlineS: 600,
+      admissionBeforeRestore: null,
+    });
+    expect(plan.breachRule).toContain('TTFT p99');
+    expect(plan.rehearsal.date).toBe('2026-11-30');
+    expect(plan.rehearsal.steps.map((s) => [s.step, s.outcome])).toEqual([
+      ['restart', 'passed'],
+      ['cache_loss', 'passed'],
+      ['warm_up', 'failed'],
+    ]);
+    expect(plan.rehearsal.notes).toBe('warm-up took 9 min');
+    expect(plan.source).toEqual(PLAN);
+    expect(t.findings).toHaveLength(3);
+    expect(t.findings.filter(isFailedStepFinding)).toEqual(['rehearsal step warm_up failed on 2026-11-30']);
+    expect(recoveryNeedsPlan(EVIDENCE.recovery)).toBe(false);
+  });
+
+  it('reads recovery without a plan, and stays tolerant of a malformed one', () => {
+    const none = recoveryTables(recoveryEvidenceWithoutPlan())!;
+    expect(none.plan).toBeNull();
+    expect(none.findings[0]).toMatch(/^no recovery plan recorded/);
+    expect(recoveryNeedsPlan(recoveryEvidenceWithoutPlan())).toBe(true);
+    // An evidence shape without a table view says nothing about the plan: the backend decides.
+    expect(recoveryNeedsPlan('x')).toBe(false);
+
+    const odd = recoveryTables({ cells: [], plan: { version: '2', plan: { canary: 'x', rehearsal: { restart: 'maybe' } } }, findings: [1, 'a'] })!;
+    expect(odd.plan).toMatchObject({ version: null, route: null, sharePercent: null, source: null });
+    expect(odd.plan!.rehearsal.steps[0]!.outcome).toBeNull();
+    expect(odd.findings).toEqual(['a']);
+    const withAdmission = recoveryTables({ cells: [], plan: { version: 3, plan: { ...PLAN, admission_before_restore: 64 } } })!;
+    expect(withAdmission.plan!.admissionBeforeRestore).toBe(64);
+    expect(withAdmission.plan!.source!.admission_before_restore).toBe(64);
   });
 
   it('gives no table for a shape it does not know (the raw JSON still shows it)', () => {
@@ -147,5 +202,107 @@ describe('decisions', () => {
     expect(decisionLabel('retain')).toBe('retain (keep B0)');
     expect(decisionLabel('rollback')).toBe('roll back');
     expect(decisionLabel(null)).toBe('absent');
+  });
+});
+
+describe('recovery plan form', () => {
+  const filled = (patch: Partial<RecoveryForm> = {}): RecoveryForm => ({
+    route: 'chat-short/eu-1',
+    share: 5,
+    breach: 'TTFT p99 > 800 ms for 5 min',
+    drain: 30,
+    admission: null,
+    date: '2026-11-30',
+    restart: 'passed',
+    cacheLoss: 'passed',
+    warmUp: 'failed',
+    notes: 'warm-up took 9 min',
+    ...patch,
+  });
+
+  it('builds the plan JSON from the form, leaving out an empty admission', () => {
+    const plan = JSON.parse(recoveryPlanJson(filled()));
+    expect(plan).toEqual({
+      canary: { route: 'chat-short/eu-1', share_percent: 5 },
+      breach_rule: 'TTFT p99 > 800 ms for 5 min',
+      drain_deadline_s: 30,
+      rehearsal: { date: '2026-11-30', restart: 'passed', cache_loss: 'passed', warm_up: 'failed', notes: 'warm-up took 9 min' },
+    });
+    expect('admission_before_restore' in plan).toBe(false);
+    expect(JSON.parse(recoveryPlanJson(filled({ admission: 64 })))['admission_before_restore']).toBe(64);
+  });
+
+  it('sends empty numbers and unchosen outcomes as null, so the backend names their path', () => {
+    const plan = JSON.parse(recoveryPlanJson(emptyRecoveryForm()));
+    expect(plan.canary.share_percent).toBeNull();
+    expect(plan.drain_deadline_s).toBeNull();
+    expect(plan.rehearsal.restart).toBeNull();
+  });
+
+  it('fills the form from a recorded plan and builds the same plan back', () => {
+    const form = recoveryFormFromPlan(PLAN);
+    expect(form).toMatchObject({ route: 'chat-short/eu-1', share: 5, drain: 600, admission: null, warmUp: 'failed' });
+    expect(JSON.parse(recoveryPlanJson(form))).toEqual(PLAN);
+    expect(recoveryFormFromPlan({ ...PLAN, admission_before_restore: 64 }).admission).toBe(64);
+  });
+
+  it('checks the form by the backend rules, at the backend paths', () => {
+    expect(recoveryFormProblems(filled(), '2026-12-01')).toEqual([]);
+    const empty = recoveryFormProblems(emptyRecoveryForm(), '2026-12-01').map((p) => p.path);
+    expect(empty).toEqual([
+      'canary.route',
+      'canary.share_percent',
+      'breach_rule',
+      'drain_deadline_s',
+      'rehearsal.date',
+      'rehearsal.restart',
+      'rehearsal.cache_loss',
+      'rehearsal.warm_up',
+    ]);
+    const paths = (patch: Partial<RecoveryForm>) => recoveryFormProblems(filled(patch), '2026-12-01').map((p) => p.path);
+    expect(paths({ share: 0 })).toEqual(['canary.share_percent']);
+    expect(paths({ share: 100 })).toEqual([]);
+    expect(paths({ share: 100.5 })).toEqual(['canary.share_percent']);
+    expect(paths({ drain: 0 })).toEqual(['drain_deadline_s']);
+    expect(paths({ admission: 0 })).toEqual(['admission_before_restore']);
+    expect(paths({ admission: 2.5 })).toEqual(['admission_before_restore']);
+    expect(paths({ breach: '   ' })).toEqual(['breach_rule']);
+    expect(paths({ route: 'x'.repeat(2001) })).toEqual(['canary.route']);
+    expect(paths({ notes: '' })).toEqual([]);
+    expect(paths({ notes: 'x'.repeat(2001) })).toEqual(['rehearsal.notes']);
+    expect(paths({ date: '2026-02-30' })).toEqual(['rehearsal.date']);
+    const future = recoveryFormProblems(filled({ date: '2026-12-02' }), '2026-12-01');
+    expect(future[0]).toMatchObject({ path: 'rehearsal.date', expected: 'a day that has happened (today is 2026-12-01)' });
+  });
+
+  it('knows real calendar days', () => {
+    for (const ok of ['2024-02-29', '2026-12-01', '2000-02-29']) expect(isIsoDate(ok)).toBe(true);
+    for (const bad of ['2025-02-29', '1900-02-29', '2026-13-01', '2026-1-01', '26-12-01', '2026-12-0a', '']) expect(isIsoDate(bad)).toBe(false);
+  });
+
+  it('places problems at their fields, the rest above the form, the form\'s own first', () => {
+    const merged = mergeProblems(
+      [{ path: 'drain_deadline_s', expected: 'a finite number of seconds greater than 0', found: 'nothing' }],
+      [
+        { path: 'drain_deadline_s', expected: 'a recovery plan', found: 'invalid type: null' },
+        { path: '$', expected: 'a JSON object', found: 'x' },
+        { path: 'canary.share_percent', expected: 'a bounded share', found: '0' },
+      ],
+    );
+    expect(merged.map((p) => p.path)).toEqual(['drain_deadline_s', '$', 'canary.share_percent']);
+    const placed = placeRecoveryProblems(merged);
+    expect(placed.byPath.get('drain_deadline_s')![0]!.found).toBe('nothing');
+    expect(placed.byPath.get('canary.share_percent')).toHaveLength(1);
+    expect(placed.general.map((p) => p.path)).toEqual(['$']);
+  });
+
+  it('reads the problems listed in a refusal to record', () => {
+    const message =
+      'the recovery plan cannot be recorded:\n- rehearsal.date: expected a day that has happened (today is 2026-12-01), found "2026-12-02"\n- breach_rule: expected a text of 1 to 2000 characters, found "  "';
+    expect(problemsFromMessage(message)).toEqual([
+      { path: 'rehearsal.date', expected: 'a day that has happened (today is 2026-12-01)', found: '"2026-12-02"' },
+      { path: 'breach_rule', expected: 'a text of 1 to 2000 characters', found: '"  "' },
+    ]);
+    expect(problemsFromMessage('recovery plan already recorded as version 2')).toEqual([]);
   });
 });

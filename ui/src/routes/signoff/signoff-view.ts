@@ -10,6 +10,9 @@ import type { Check } from '$lib/bindings/Check';
 import type { CheckStatus } from '$lib/bindings/CheckStatus';
 import type { DecisionOutcome } from '$lib/bindings/DecisionOutcome';
 import type { PairedVerdict } from '$lib/bindings/PairedVerdict';
+import type { PolicyProblem } from '$lib/bindings/PolicyProblem';
+import type { RecoveryPlan } from '$lib/bindings/RecoveryPlan';
+import type { RehearsalOutcome } from '$lib/bindings/RehearsalOutcome';
 
 export type Status = Wire<CheckStatus>;
 export type Event = Wire<AuditEvent>;
@@ -270,15 +273,114 @@ export type RollbackFitRow = {
   caveat: string | null;
   modelNote: string | null;
 };
-export type RecoveryTables = { drainS: number | null; cells: RollbackFitRow[] };
+/** A recorded recovery plan as the evidence carries it; a missing or mistyped value is null. */
+export type RecoveryPlanView = {
+  version: number | null;
+  sha256: string | null;
+  recordedAt: string | null;
+  recordedBy: string | null;
+  route: string | null;
+  sharePercent: number | null;
+  breachRule: string | null;
+  drainDeadlineS: number | null;
+  /** null: no admission to reduce to (rollback fits as is, or not set). */
+  admissionBeforeRestore: number | null;
+  rehearsal: {
+    date: string | null;
+    steps: { step: RehearsalStep; label: string; outcome: RehearsalOutcome | null }[];
+    notes: string | null;
+  };
+  /** The plan itself when it has the full shape, to start the next version from. */
+  source: RecoveryPlan | null;
+};
+export type RecoveryTables = {
+  drainS: number | null;
+  /** null: no recovery plan recorded (the check cannot be signed). */
+  plan: RecoveryPlanView | null;
+  findings: string[];
+  cells: RollbackFitRow[];
+};
 
-/** The drain deadline and, per cell, whether B0's representation holds its admission limit; null for another shape. */
+export type RehearsalStep = 'restart' | 'cache_loss' | 'warm_up';
+
+/** The rehearsal steps in the guide's order, with their names as shown. */
+export const REHEARSAL_STEPS: readonly { step: RehearsalStep; label: string }[] = [
+  { step: 'restart', label: 'Restart from the frozen manifest' },
+  { step: 'cache_loss', label: 'Cache loss' },
+  { step: 'warm_up', label: 'Warm-up to the SLOs' },
+];
+
+function outcome(v: unknown): RehearsalOutcome | null {
+  return v === 'passed' || v === 'failed' ? v : null;
+}
+
+/** The plan when every field has its type (unknown extra keys are ignored here); null otherwise. */
+function asRecoveryPlan(v: unknown): RecoveryPlan | null {
+  if (!isObject(v) || !isObject(v['canary']) || !isObject(v['rehearsal'])) return null;
+  const c = v['canary'];
+  const r = v['rehearsal'];
+  const route = str(c['route']);
+  const share = num(c['share_percent']);
+  const breach = str(v['breach_rule']);
+  const drain = num(v['drain_deadline_s']);
+  const admission = v['admission_before_restore'];
+  const date = str(r['date']);
+  const restart = outcome(r['restart']);
+  const cacheLoss = outcome(r['cache_loss']);
+  const warmUp = outcome(r['warm_up']);
+  const notes = str(r['notes']);
+  if (route === null || share === null || breach === null || drain === null || date === null || notes === null) return null;
+  if (restart === null || cacheLoss === null || warmUp === null) return null;
+  if (admission !== undefined && admission !== null && num(admission) === null) return null;
+  const plan: RecoveryPlan = {
+    canary: { route, share_percent: share },
+    breach_rule: breach,
+    drain_deadline_s: drain,
+    rehearsal: { date, restart, cache_loss: cacheLoss, warm_up: warmUp, notes },
+  };
+  if (typeof admission === 'number') plan.admission_before_restore = admission;
+  return plan;
+}
+
+function recoveryPlanView(v: unknown): RecoveryPlanView | null {
+  if (!isObject(v)) return null;
+  const plan = isObject(v['plan']) ? v['plan'] : {};
+  const canary = isObject(plan['canary']) ? plan['canary'] : {};
+  const rehearsal = isObject(plan['rehearsal']) ? plan['rehearsal'] : {};
+  return {
+    version: num(v['version']),
+    sha256: str(v['sha256']),
+    recordedAt: str(v['recorded_at']),
+    recordedBy: str(v['recorded_by']),
+    route: str(canary['route']),
+    sharePercent: num(canary['share_percent']),
+    breachRule: str(plan['breach_rule']),
+    drainDeadlineS: num(plan['drain_deadline_s']),
+    admissionBeforeRestore: num(plan['admission_before_restore']),
+    rehearsal: {
+      date: str(rehearsal['date']),
+      steps: REHEARSAL_STEPS.map(({ step, label }) => ({ step, label, outcome: outcome(rehearsal[step]) })),
+      notes: str(rehearsal['notes']),
+    },
+    source: asRecoveryPlan(plan),
+  };
+}
+
+/** Whether a finding reports a failed rehearsal step (shown in red). */
+export function isFailedStepFinding(finding: string): boolean {
+  return /^rehearsal step \S+ failed\b/.test(finding);
+}
+
+/** The drain deadline, the recorded recovery plan and the findings to weigh, and per cell whether
+ * B0's representation holds its admission limit; null for another shape. */
 export function recoveryTables(evidence: unknown): RecoveryTables | null {
   if (!isObject(evidence)) return null;
   const cells = objects(evidence['cells']);
   if (!cells) return null;
   return {
     drainS: num(evidence['drain_s']),
+    plan: recoveryPlanView(evidence['plan']),
+    findings: strings(evidence['findings']),
     cells: cells.map((c) => {
       const fit = isObject(c['rollback_fit']) ? c['rollback_fit'] : null;
       return {
@@ -293,6 +395,173 @@ export function recoveryTables(evidence: unknown): RecoveryTables | null {
       };
     }),
   };
+}
+
+/** True when the recovery evidence says no plan is recorded: signing it would be refused. */
+export function recoveryNeedsPlan(evidence: unknown): boolean {
+  const t = recoveryTables(evidence);
+  return t !== null && t.plan === null;
+}
+
+// ---- recovery plan form ----
+
+/** The recovery plan as typed in the form: empty numbers are null, an unchosen outcome is ''. */
+export type RecoveryForm = {
+  route: string;
+  share: number | null;
+  breach: string;
+  drain: number | null;
+  /** null: rollback fits as is, the key is left out. */
+  admission: number | null;
+  date: string;
+  restart: RehearsalOutcome | '';
+  cacheLoss: RehearsalOutcome | '';
+  warmUp: RehearsalOutcome | '';
+  notes: string;
+};
+
+/** The most characters the backend takes in one text. */
+export const MAX_RECOVERY_TEXT_CHARS = 2000;
+
+export function emptyRecoveryForm(): RecoveryForm {
+  return { route: '', share: null, breach: '', drain: null, admission: null, date: '', restart: '', cacheLoss: '', warmUp: '', notes: '' };
+}
+
+/** The form filled from a recorded plan, to record a new version from it. */
+export function recoveryFormFromPlan(plan: RecoveryPlan): RecoveryForm {
+  return {
+    route: plan.canary.route,
+    share: plan.canary.share_percent,
+    breach: plan.breach_rule,
+    drain: plan.drain_deadline_s,
+    admission: plan.admission_before_restore ?? null,
+    date: plan.rehearsal.date,
+    restart: plan.rehearsal.restart,
+    cacheLoss: plan.rehearsal.cache_loss,
+    warmUp: plan.rehearsal.warm_up,
+    notes: plan.rehearsal.notes,
+  };
+}
+
+/**
+ * The plan JSON the form stands for, as the backend reads it. An empty admission is left out
+ * (rollback fits as is); an empty number or unchosen outcome is sent as null so that the
+ * backend's check names its path.
+ */
+export function recoveryPlanJson(form: RecoveryForm): string {
+  const plan: Record<string, unknown> = {
+    canary: { route: form.route, share_percent: form.share },
+    breach_rule: form.breach,
+    drain_deadline_s: form.drain,
+  };
+  if (form.admission !== null) plan['admission_before_restore'] = form.admission;
+  plan['rehearsal'] = {
+    date: form.date,
+    restart: form.restart === '' ? null : form.restart,
+    cache_loss: form.cacheLoss === '' ? null : form.cacheLoss,
+    warm_up: form.warmUp === '' ? null : form.warmUp,
+    notes: form.notes,
+  };
+  return JSON.stringify(plan, null, 2);
+}
+
+/** Today's date in UTC, as the backend bounds a rehearsal date. */
+export function todayUtc(now: Date = new Date()): string {
+  return now.toISOString().slice(0, 10);
+}
+
+/** Whether `s` is a real calendar day written YYYY-MM-DD (from 1970 on, as the backend reads it). */
+export function isIsoDate(s: string): boolean {
+  const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(s);
+  if (!m) return false;
+  const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  if (y < 1970 || mo < 1 || mo > 12 || d < 1) return false;
+  const leap = (y % 4 === 0 && y % 100 !== 0) || y % 400 === 0;
+  const days = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][mo - 1]!;
+  return d <= days;
+}
+
+/**
+ * The form's own problems, at the paths the backend uses; they let the form say at once what is
+ * missing. The backend's `check_recovery_plan` stays the authority on what may be recorded.
+ */
+export function recoveryFormProblems(form: RecoveryForm, today: string): PolicyProblem[] {
+  const out: PolicyProblem[] = [];
+  const text = (path: string, v: string) => {
+    const n = [...v].length;
+    if (v.trim() === '' || n > MAX_RECOVERY_TEXT_CHARS) {
+      out.push({ path, expected: `a text of 1 to ${MAX_RECOVERY_TEXT_CHARS} characters`, found: n > MAX_RECOVERY_TEXT_CHARS ? `${n} characters` : 'nothing' });
+    }
+  };
+  text('canary.route', form.route);
+  if (form.share === null || !Number.isFinite(form.share) || form.share <= 0 || form.share > 100) {
+    out.push({ path: 'canary.share_percent', expected: 'a bounded share of the route in (0, 100] percent', found: form.share === null ? 'nothing' : String(form.share) });
+  }
+  text('breach_rule', form.breach);
+  if (form.drain === null || !Number.isFinite(form.drain) || form.drain <= 0) {
+    out.push({ path: 'drain_deadline_s', expected: 'a finite number of seconds greater than 0', found: form.drain === null ? 'nothing' : String(form.drain) });
+  }
+  if (form.admission !== null && (!Number.isInteger(form.admission) || form.admission < 1)) {
+    out.push({ path: 'admission_before_restore', expected: 'a whole number of at least 1 sequence, or empty when rollback fits as is', found: String(form.admission) });
+  }
+  if (!isIsoDate(form.date)) {
+    out.push({ path: 'rehearsal.date', expected: 'a calendar day written YYYY-MM-DD', found: form.date === '' ? 'nothing' : JSON.stringify(form.date) });
+  } else if (form.date > today) {
+    out.push({ path: 'rehearsal.date', expected: `a day that has happened (today is ${today})`, found: JSON.stringify(form.date) });
+  }
+  const step = (path: string, v: RehearsalOutcome | '') => {
+    if (v === '') out.push({ path, expected: 'passed or failed', found: 'nothing chosen' });
+  };
+  step('rehearsal.restart', form.restart);
+  step('rehearsal.cache_loss', form.cacheLoss);
+  step('rehearsal.warm_up', form.warmUp);
+  const notes = [...form.notes].length;
+  if (notes > MAX_RECOVERY_TEXT_CHARS) {
+    out.push({ path: 'rehearsal.notes', expected: `at most ${MAX_RECOVERY_TEXT_CHARS} characters`, found: `${notes} characters` });
+  }
+  return out;
+}
+
+/** The JSON paths the recovery form has a field for; problems elsewhere are shown above it. */
+export const RECOVERY_FIELD_PATHS = [
+  'canary.route',
+  'canary.share_percent',
+  'breach_rule',
+  'drain_deadline_s',
+  'admission_before_restore',
+  'rehearsal.date',
+  'rehearsal.restart',
+  'rehearsal.cache_loss',
+  'rehearsal.warm_up',
+  'rehearsal.notes',
+] as const;
+
+/** The form's problems first, then the backend's on paths the form said nothing about. */
+export function mergeProblems(local: readonly PolicyProblem[], backend: readonly PolicyProblem[]): PolicyProblem[] {
+  const seen = new Set(local.map((p) => p.path));
+  return [...local, ...backend.filter((p) => !seen.has(p.path))];
+}
+
+/** Problems by the field they name, and those naming no field of the form (e.g. `$`). */
+export function placeRecoveryProblems(problems: readonly PolicyProblem[]): { byPath: Map<string, PolicyProblem[]>; general: PolicyProblem[] } {
+  const known = new Set<string>(RECOVERY_FIELD_PATHS);
+  const byPath = new Map<string, PolicyProblem[]>();
+  const general: PolicyProblem[] = [];
+  for (const p of problems) {
+    if (known.has(p.path)) byPath.set(p.path, [...(byPath.get(p.path) ?? []), p]);
+    else general.push(p);
+  }
+  return { byPath, general };
+}
+
+/** The `- path: expected …, found …` lines of a refusal to record, as problems; [] when it has none. */
+export function problemsFromMessage(message: string): PolicyProblem[] {
+  const out: PolicyProblem[] = [];
+  for (const line of message.split('\n')) {
+    const m = /^- (.+?): expected (.*), found (.*)$/.exec(line.trim());
+    if (m) out.push({ path: m[1]!, expected: m[2]!, found: m[3]! });
+  }
+  return out;
 }
 
 /** Bytes in binary units ("12.0 GiB"); "absent" when missing. */

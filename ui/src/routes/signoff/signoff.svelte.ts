@@ -1,10 +1,25 @@
-import { analyzeStudy, checklist, decide, signCheck, toAppError, type Wire } from '$lib/ipc';
+import { analyzeStudy, checkRecoveryPlan, checklist, decide, recordRecoveryPlan, signCheck, toAppError, type Wire } from '$lib/ipc';
 import type { AppError } from '$lib/bindings/AppError';
+import type { PolicyProblem } from '$lib/bindings/PolicyProblem';
+import type { RecordedRecoveryPlan } from '$lib/bindings/RecordedRecoveryPlan';
+import type { RecoveryPlan } from '$lib/bindings/RecoveryPlan';
 import type { Check } from '$lib/bindings/Check';
 import type { Checklist } from '$lib/bindings/Checklist';
 import type { DecisionOutcome } from '$lib/bindings/DecisionOutcome';
 import type { StudyAnalysis } from '$lib/bindings/StudyAnalysis';
 import type { LoadState } from '$lib/workspace.svelte';
+import {
+  emptyRecoveryForm,
+  mergeProblems,
+  problemsFromMessage,
+  recoveryFormFromPlan,
+  recoveryFormProblems,
+  recoveryPlanJson,
+  todayUtc,
+  type RecoveryForm,
+} from './signoff-view';
+
+const CHECK_DELAY_MS = 250;
 
 const SIGNER_KEY = 'kvgate.signer';
 
@@ -43,7 +58,27 @@ export class SignoffModel {
   /** The last decision recorded in this session, for the confirmation. */
   recorded = $state<{ candidate: string; seq: number } | null>(null);
 
+  /** The recovery plan form, open while a plan (or its next version) is being recorded. */
+  recoveryOpen = $state(false);
+  recoveryForm = $state<RecoveryForm>(emptyRecoveryForm());
+  recoveryBy = $state('');
+  /** The version the form started from, or null for a first plan. */
+  recoveryFrom = $state<number | null>(null);
+  /** The backend's problems with `recoveryCheckedText`. */
+  recoveryBackendProblems = $state.raw<PolicyProblem[]>([]);
+  recoveryCheckState = $state<'idle' | 'checking' | 'checked' | 'failed'>('idle');
+  recoveryCheckedText = $state<string | null>(null);
+  recoveryCheckError = $state<AppError | null>(null);
+  recoveryRecording = $state(false);
+  recoveryError = $state<AppError | null>(null);
+  /** The problems named by the last refusal to record, placed at their fields. */
+  recoveryRefusedProblems = $state.raw<PolicyProblem[]>([]);
+  /** The last plan version recorded in this session, for the confirmation. */
+  recoveryRecorded = $state.raw<Wire<RecordedRecoveryPlan> | null>(null);
+
   private seq = 0;
+  private recoveryTimer: ReturnType<typeof setTimeout> | undefined;
+  private recoveryCheckSeq = 0;
 
   /** What the screen calls when shown: reads the checklist and the analysis (again). */
   show(studyId: number | null): void {
@@ -58,6 +93,8 @@ export class SignoffModel {
       this.decideError = null;
       this.recorded = null;
       this.drafts = {};
+      this.closeRecovery();
+      this.recoveryRecorded = null;
     }
     if (studyId !== null) void this.load();
   }
@@ -167,6 +204,119 @@ export class SignoffModel {
       return false;
     } finally {
       this.deciding = null;
+    }
+  }
+
+  // ---- recovery plan ----
+
+  /** The plan JSON the form stands for. */
+  get recoveryText(): string {
+    return recoveryPlanJson(this.recoveryForm);
+  }
+
+  /** The form's own problems, the backend's for the text as it stands, and those of the last refusal. */
+  get recoveryProblems(): PolicyProblem[] {
+    const local = recoveryFormProblems(this.recoveryForm, todayUtc());
+    const backend = this.recoveryCheckedText === this.recoveryText ? this.recoveryBackendProblems : [];
+    return mergeProblems(mergeProblems(local, backend), this.recoveryRefusedProblems);
+  }
+
+  /** Why the plan cannot be recorded yet; null when it can. A check still running does not block:
+   * recording waits for it. */
+  get recoveryBlocked(): string | null {
+    if (this.recoveryRecording) return 'recording…';
+    const checked = this.recoveryCheckedText === this.recoveryText;
+    const n = mergeProblems(recoveryFormProblems(this.recoveryForm, todayUtc()), checked ? this.recoveryBackendProblems : []).length;
+    if (n > 0) return `fix the ${n === 1 ? 'problem' : `${n} problems`} first`;
+    if (this.recoveryCheckState === 'failed') return 'the plan could not be checked';
+    if (this.recoveryBy.trim() === '') return 'enter who records it';
+    return null;
+  }
+
+  /** Opens the form, filled from `current` (a new version) or empty (a first plan). */
+  openRecovery(current: RecoveryPlan | null, version: number | null): void {
+    this.recoveryForm = current ? recoveryFormFromPlan(current) : emptyRecoveryForm();
+    this.recoveryFrom = current ? version : null;
+    this.recoveryBy = this.signer.trim();
+    this.recoveryError = null;
+    this.recoveryRefusedProblems = [];
+    this.recoveryBackendProblems = [];
+    this.recoveryCheckedText = null;
+    this.recoveryCheckError = null;
+    this.recoveryRecorded = null;
+    this.recoveryOpen = true;
+    this.scheduleRecoveryCheck();
+  }
+
+  closeRecovery(): void {
+    clearTimeout(this.recoveryTimer);
+    this.recoveryCheckSeq++;
+    this.recoveryOpen = false;
+    this.recoveryCheckState = 'idle';
+    this.recoveryError = null;
+    this.recoveryRefusedProblems = [];
+  }
+
+  /** Changes fields of the form; the backend checks the new text shortly after. */
+  editRecovery(patch: Partial<RecoveryForm>): void {
+    this.recoveryForm = { ...this.recoveryForm, ...patch };
+    this.recoveryRefusedProblems = [];
+    this.scheduleRecoveryCheck();
+  }
+
+  private scheduleRecoveryCheck(): void {
+    clearTimeout(this.recoveryTimer);
+    this.recoveryCheckState = 'checking';
+    this.recoveryTimer = setTimeout(() => void this.checkRecovery(), CHECK_DELAY_MS);
+  }
+
+  /** Asks the backend for every problem of the plan as it stands. */
+  async checkRecovery(): Promise<void> {
+    clearTimeout(this.recoveryTimer);
+    const seq = ++this.recoveryCheckSeq;
+    const text = this.recoveryText;
+    this.recoveryCheckState = 'checking';
+    try {
+      const found = await checkRecoveryPlan(text);
+      if (seq !== this.recoveryCheckSeq) return;
+      this.recoveryBackendProblems = found;
+      this.recoveryCheckedText = text;
+      this.recoveryCheckState = 'checked';
+      this.recoveryCheckError = null;
+    } catch (reason) {
+      if (seq !== this.recoveryCheckSeq) return;
+      this.recoveryCheckError = toAppError(reason);
+      this.recoveryCheckState = 'failed';
+    }
+  }
+
+  /** Records the plan as the study's next version, then reads the checklist again (the recovery
+   * evidence and its digest change) and closes the form. A refusal stays on the form. */
+  async recordRecovery(): Promise<boolean> {
+    const studyId = this.studyId;
+    if (studyId === null || this.recoveryRecording) return false;
+    if (this.recoveryCheckedText !== this.recoveryText || this.recoveryCheckState !== 'checked') await this.checkRecovery();
+    const blocked = this.recoveryBlocked;
+    if (blocked) {
+      this.recoveryError = { code: 'invalid_input', message: `The plan cannot be recorded yet: ${blocked}.` };
+      return false;
+    }
+    this.recoveryRecording = true;
+    this.recoveryError = null;
+    try {
+      const recorded = await recordRecoveryPlan({ study_id: studyId, plan_json: this.recoveryText, by: this.recoveryBy.trim() });
+      if (studyId !== this.studyId) return false;
+      this.closeRecovery();
+      this.recoveryRecorded = recorded;
+      await this.load();
+      return true;
+    } catch (reason) {
+      const error = toAppError(reason);
+      this.recoveryError = error;
+      this.recoveryRefusedProblems = error.code === 'invalid_input' ? problemsFromMessage(error.message) : [];
+      return false;
+    } finally {
+      this.recoveryRecording = false;
     }
   }
 }
