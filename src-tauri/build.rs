@@ -49,6 +49,9 @@ fn main() {
         "check_recovery_plan",
         "record_recovery_plan",
         "recovery_status",
+        "export_packet",
+        "verify_packet",
+        "open_packet",
     ]);
     tauri_build::try_build(tauri_build::Attributes::new().app_manifest(manifest))
         .expect("tauri build script failed");

@@ -64,6 +64,9 @@ pub fn build_app<R: Runtime>(builder: Builder<R>, app: App) -> Builder<R> {
             commands::review::check_recovery_plan,
             commands::review::record_recovery_plan,
             commands::review::recovery_status,
+            commands::packet::export_packet,
+            commands::packet::verify_packet,
+            commands::packet::open_packet,
         ])
 }
 

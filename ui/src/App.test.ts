@@ -32,6 +32,8 @@ vi.mock('$lib/ipc', async (importOriginal) => ({
   checklist: vi.fn(),
   signCheck: vi.fn(),
   decide: vi.fn(),
+  exportPacket: vi.fn(),
+  openPacket: vi.fn(),
 }));
 
 import * as ipc from '$lib/ipc';
@@ -39,7 +41,6 @@ import App from './App.svelte';
 import { analysis } from './routes/results/results-fixture';
 
 const ipcMock = vi.mocked(ipc);
-const BUILT: readonly string[] = ['studies', 'manifests', 'fixtures', 'runs', 'policy', 'results', 'review', 'signoff'];
 const study = {
   id: 4,
   name: 'FP8 KV, Llama 8B',
@@ -128,19 +129,6 @@ describe('App shell', () => {
     expect(screen.getByTestId('nav-policy').hasAttribute('aria-current')).toBe(false);
   });
 
-  it('shows every unbuilt screen as not built when its hash is visited', async () => {
-    render(App);
-    for (const { id, label } of ROUTES.filter((route) => !BUILT.includes(route.id))) {
-      window.location.hash = `#/${id}`;
-      window.dispatchEvent(new HashChangeEvent('hashchange'));
-      const root = await screen.findByTestId(`screen-${id}`);
-      expect(root.querySelector('h1')?.textContent).toBe(label);
-      expect(root.querySelector('[data-testid="not-built"]')?.textContent).toMatch(/^Not built yet\. This screen will /);
-      expect(screen.getByTestId(`nav-${id}`).getAttribute('aria-current')).toBe('page');
-      expect(screen.queryByTestId('screen-studies')).toBeNull();
-    }
-  });
-
   it('opens the manifests of the current study on the Manifests screen', async () => {
     render(App);
     window.location.hash = '#/manifests';
@@ -222,6 +210,24 @@ describe('App shell', () => {
     expect((await screen.findByTestId('signoff-policy-not-locked')).textContent).toContain('locked acceptance policy');
     expect(ipcMock.checklist).toHaveBeenCalledWith(study.id);
     await fireEvent.click(screen.getByTestId('signoff-go-policy'));
+    expect(await screen.findByTestId('screen-policy')).toBeTruthy();
+    expect(window.location.hash).toBe('#/policy');
+  });
+
+  it('shows the Packet screen for the current study, and leads to the Policy screen when the export is refused for it', async () => {
+    ipcMock.exportPacket.mockRejectedValue({
+      code: 'policy_not_locked',
+      message: 'study `FP8 KV, Llama 8B` has no locked acceptance policy',
+    });
+    render(App);
+    await fireEvent.keyDown(window, { key: '9', code: 'Digit9', altKey: true });
+    const root = await screen.findByTestId('screen-packet');
+    expect(root.querySelector('[data-testid="not-built"]')).toBeNull();
+    expect((await screen.findByTestId('packet-study')).textContent).toBe(study.name);
+    await fireEvent.input(screen.getByTestId('packet-out'), { target: { value: '/tmp/packet' } });
+    await fireEvent.click(screen.getByTestId('packet-export'));
+    expect(ipcMock.exportPacket).toHaveBeenCalledWith({ study_id: study.id, out: '/tmp/packet', zip: false });
+    await fireEvent.click(await screen.findByTestId('packet-go-policy'));
     expect(await screen.findByTestId('screen-policy')).toBeTruthy();
     expect(window.location.hash).toBe('#/policy');
   });

@@ -7,5 +7,6 @@
 //! It is also the one crate that depends on polars, so the importers of tabular files (CSV and
 //! Parquet, read with a column mapping) live here, in [`tabular`].
 
+pub mod parquet_out;
 pub mod study;
 pub mod tabular;

@@ -85,6 +85,9 @@ pub fn write_bindings(dir: &Path) -> Result<(), String> {
     one::<crate::signoff::DecideInput>(&cfg)?;
     one::<crate::recovery::RecordRecoveryInput>(&cfg)?;
     one::<crate::recovery::RecoveryStatus>(&cfg)?;
+    one::<crate::packet::PacketExportInput>(&cfg)?;
+    one::<crate::packet::PacketExport>(&cfg)?;
+    one::<crate::packet::PacketView>(&cfg)?;
     Ok(())
 }
 
@@ -107,6 +110,7 @@ pub fn write_schemas(dir: &Path) -> Result<(), String> {
     one::<kvgate_core::policy::Policy>(dir, "policy.schema.json")?;
     one::<kvgate_core::recovery::RecoveryPlan>(dir, "recovery-plan.schema.json")?;
     one::<StudyAnalysis>(dir, "analysis.schema.json")?;
+    one::<crate::packet::PacketIndex>(dir, "packet-index.schema.json")?;
     Ok(())
 }
 

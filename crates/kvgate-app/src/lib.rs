@@ -14,6 +14,7 @@ pub mod imports;
 pub mod llm;
 mod location;
 pub mod manifests;
+pub mod packet;
 pub mod recovery;
 pub mod review;
 pub mod runs;

@@ -7,6 +7,7 @@ mod imports;
 mod kv_capacity;
 mod llm;
 mod manifests;
+mod packet;
 mod policy;
 mod recovery;
 mod review;
@@ -76,6 +77,9 @@ enum Command {
     /// The recovery plan (check 4): canary route, breach rule, drain deadline, dated rehearsal
     #[command(subcommand)]
     Recovery(recovery::RecoveryCommand),
+    /// The architecture-review packet: export it, verify it
+    #[command(subcommand)]
+    Packet(packet::PacketCommand),
     /// Analyze a study under its locked policy: latency, useful goodput, paired statistics, decision
     Analyze(policy::AnalyzeArgs),
     /// The blind review queue of paired disagreements; label pairs (audited)
@@ -150,6 +154,7 @@ async fn run(cli: Cli) -> Result<Outcome, AppError> {
         Command::Policy(cmd) => policy::run(&app, cmd).await,
         Command::Analyze(args) => policy::analyze(&app, args).await,
         Command::Recovery(cmd) => recovery::run(&app, cmd).await,
+        Command::Packet(cmd) => packet::run(&app, cmd).await,
         Command::Review(cmd) => review::run(&app, cmd).await,
         Command::Audit(cmd) => review::audit(&app, cmd).await,
         Command::Signoff(args) => review::signoff(&app, args).await,

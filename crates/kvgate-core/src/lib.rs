@@ -18,5 +18,6 @@ pub mod review;
 pub mod run;
 pub mod stats;
 pub mod study;
+pub mod table;
 pub mod test_cell;
 pub mod validator;

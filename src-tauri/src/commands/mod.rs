@@ -5,6 +5,7 @@ pub mod app;
 pub mod fixtures;
 pub mod imports;
 pub mod manifests;
+pub mod packet;
 pub mod review;
 pub mod runs;
 pub mod studies;

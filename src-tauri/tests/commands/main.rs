@@ -438,3 +438,48 @@ fn recovery_plan_check_record_and_status() {
     .unwrap_err();
     assert_eq!(again["code"], "conflict");
 }
+
+#[test]
+fn packet_export_verify_and_open() {
+    let h = harness();
+    let study = invoke(&h, "create_study", json!({"input": {"name": "packet"}})).unwrap();
+    let sid = study["id"].clone();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("packet");
+    let refused = invoke(
+        &h,
+        "export_packet",
+        json!({"input": {"study_id": sid, "out": out.display().to_string()}}),
+    )
+    .unwrap_err();
+    assert_eq!(refused["code"], "policy_not_locked");
+    let policy = include_str!("../../../fixtures/policies/demo-cpu.json");
+    invoke(
+        &h,
+        "lock_policy",
+        json!({"input": {"study_id": sid, "policy_json": policy, "locked_by": "owner"}}),
+    )
+    .unwrap();
+    let export = invoke(
+        &h,
+        "export_packet",
+        json!({"input": {"study_id": sid, "out": out.display().to_string()}}),
+    )
+    .unwrap();
+    assert_eq!(export["index_sha256"].as_str().unwrap().len(), 64);
+    let target = json!({"target": out.display().to_string()});
+    let verified = invoke(&h, "verify_packet", target.clone()).unwrap();
+    assert_eq!(verified["verified"], true, "{verified}");
+    let view = invoke(&h, "open_packet", target).unwrap();
+    assert!(view["report_html"]
+        .as_str()
+        .unwrap()
+        .starts_with("<!DOCTYPE html>"));
+    let elsewhere = invoke(
+        &h,
+        "open_packet",
+        json!({"target": dir.path().display().to_string()}),
+    )
+    .unwrap();
+    assert_eq!(elsewhere["report_html"], Value::Null);
+}

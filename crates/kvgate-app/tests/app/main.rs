@@ -5,6 +5,7 @@ mod answer_server;
 mod contract;
 mod imports;
 mod manifests;
+mod packet;
 mod review;
 mod runs;
 mod signoff;

@@ -5,6 +5,7 @@ mod evidence;
 mod fixtures;
 mod imports;
 mod manifests;
+mod packet;
 mod review;
 mod runs;
 mod stats;

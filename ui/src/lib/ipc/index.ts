@@ -29,6 +29,10 @@ import type { ManifestCheck } from '$lib/bindings/ManifestCheck';
 import type { ManifestDiff } from '$lib/bindings/ManifestDiff';
 import type { ManifestVocabulary } from '$lib/bindings/ManifestVocabulary';
 import type { NewStudy } from '$lib/bindings/NewStudy';
+import type { PacketExport } from '$lib/bindings/PacketExport';
+import type { PacketExportInput } from '$lib/bindings/PacketExportInput';
+import type { PacketVerification } from '$lib/bindings/PacketVerification';
+import type { PacketView } from '$lib/bindings/PacketView';
 import type { PairsPlan } from '$lib/bindings/PairsPlan';
 import type { PolicyProblem } from '$lib/bindings/PolicyProblem';
 import type { PolicyStatus } from '$lib/bindings/PolicyStatus';
@@ -250,3 +254,14 @@ export const recordRecoveryPlan = (input: Wire<RecordRecoveryInput>): Promise<Wi
 
 /** Every recorded recovery plan version of a study, the one in force last. */
 export const recoveryStatus = (studyId: number): Promise<Wire<RecoveryStatus>> => call('recovery_status', { studyId });
+
+/** Writes the study's architecture-review packet into a new (or empty) folder, or with `zip` a new
+ * .zip file; never overwrites (conflict). Rejects with `policy_not_locked` until a policy is locked,
+ * (invalid_input) naming representative item ids the study never judged. */
+export const exportPacket = (input: PacketExportInput): Promise<PacketExport> => call('export_packet', { input });
+
+/** Rehashes every file of a packet folder or .zip against its index.json; never rejects. */
+export const verifyPacket = (target: string): Promise<PacketVerification> => call('verify_packet', { target });
+
+/** Verifies a packet and reads its report.html as stored, for display; never rejects. */
+export const openPacket = (target: string): Promise<PacketView> => call('open_packet', { target });

@@ -17,6 +17,7 @@ import {
   createStudy,
   deleteManifestDraft,
   deriveCandidate,
+  exportPacket,
   diffManifests,
   freezeManifest,
   generateFixtures,
@@ -29,6 +30,7 @@ import {
   manifestCapacity,
   manifestVocabulary,
   openCorpus,
+  openPacket,
   onFileDrag,
   onImportProgress,
   onRunProgress,
@@ -45,6 +47,7 @@ import {
   stopLocalServer,
   toAppError,
   validateManifest,
+  verifyPacket,
 } from '$lib/ipc';
 
 const invokeMock = vi.mocked(invoke);
@@ -214,6 +217,28 @@ describe('commands', () => {
       ['record_recovery_plan', { input }],
       ['recovery_status', { studyId: 3 }],
     ]);
+  });
+
+  it('calls the packet commands with the argument names the Rust commands take', async () => {
+    invokeMock.mockResolvedValue(null);
+    const input = { study_id: 3, out: '/tmp/packet', zip: true, representative: ['en-001', 'de-002'] };
+    await exportPacket(input);
+    await verifyPacket('/tmp/packet.zip');
+    await openPacket('/tmp/packet');
+
+    expect(invokeMock.mock.calls).toEqual([
+      ['export_packet', { input }],
+      ['verify_packet', { target: '/tmp/packet.zip' }],
+      ['open_packet', { target: '/tmp/packet' }],
+    ]);
+  });
+
+  it('hands an export refusal over as an AppError', async () => {
+    invokeMock.mockRejectedValue({ code: 'conflict', message: '/tmp/packet is a non-empty folder' });
+    await expect(exportPacket({ study_id: 3, out: '/tmp/packet', zip: false })).rejects.toEqual({
+      code: 'conflict',
+      message: '/tmp/packet is a non-empty folder',
+    });
   });
 
   it('hands each import-progress payload to the handler', async () => {

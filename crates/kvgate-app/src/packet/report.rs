@@ -1,0 +1,363 @@
+//! `report.html`: the human-readable architecture-review report, one self-contained file (inline
+//! style and charts, no script, no remote asset), printable. Every text from the study is
+//! escaped: model output and names are data, never markup.
+
+use std::fmt::Write as _;
+
+use kvgate_core::review::AuditEvent;
+use serde_json::Value;
+
+use crate::analysis::StudyAnalysis;
+use crate::signoff::Checklist;
+
+/// HTML-escapes text for element content and attribute values.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn opt(v: Option<f64>) -> String {
+    v.map_or_else(|| "absent".to_owned(), |x| format!("{x}"))
+}
+
+/// What the report is drawn from.
+pub struct ReportInput<'a> {
+    pub analysis: &'a StudyAnalysis,
+    /// Where the data comes from, one sentence per cell or source (stand-ins named as such).
+    pub origin: &'a [String],
+    /// Frozen manifests: cell, sha256, label.
+    pub manifests: &'a [(String, String, String)],
+    pub checklist: &'a Checklist,
+    pub recovery: Option<&'a Value>,
+    /// Label → count of the reviewers' current labels.
+    pub labels: &'a [(String, u64)],
+    pub representative: &'a [String],
+    /// (title, svg) drawn inline.
+    pub charts: &'a [(String, String)],
+    /// Every other file of the packet: path, sha256, size.
+    pub files: &'a [(String, String, u64)],
+}
+
+fn decision_line(e: &AuditEvent) -> String {
+    format!(
+        "{}: recorded <b>{}</b> by {} at {} (suggested {}){}",
+        escape(&e.subject),
+        escape(e.payload["outcome"].as_str().unwrap_or("?")),
+        escape(&e.actor),
+        escape(&e.at),
+        escape(e.payload["suggested"].as_str().unwrap_or("?")),
+        match e.payload["rationale"].as_str() {
+            Some(r) if !r.is_empty() => format!(" — {}", escape(r)),
+            _ => String::new(),
+        }
+    )
+}
+
+pub fn render(r: &ReportInput<'_>) -> String {
+    let a = r.analysis;
+    let mut h = String::new();
+    let _ = write!(
+        h,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\n\
+         <title>KV Gate architecture-review packet: {}</title>\n<style>\n\
+         body{{font-family:sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#111;line-height:1.4}}\n\
+         table{{border-collapse:collapse;margin:.5rem 0 1rem;font-size:.85rem}}\n\
+         th,td{{border:1px solid #bbb;padding:.2rem .45rem;text-align:left;vertical-align:top}}\n\
+         th{{background:#eee}} td.n{{text-align:right;font-variant-numeric:tabular-nums}}\n\
+         .origin{{border:2px solid #a0402a;background:#fff4ef;padding:.5rem 1rem}}\n\
+         .void{{color:#b00020;font-weight:bold}} .ok{{color:#1b5e20}} code{{font-size:.8rem;word-break:break-all}}\n\
+         svg{{max-width:100%;height:auto}} h2{{border-bottom:1px solid #ccc;margin-top:2rem}}\n\
+         @media print{{body{{margin:0;max-width:none}} h2{{break-after:avoid}} table,svg{{break-inside:avoid}}}}\n\
+         </style>\n</head>\n<body>\n",
+        escape(&a.study_name)
+    );
+    let _ = write!(
+        h,
+        "<h1>Architecture review: {}</h1>\n<section class=\"origin\" id=\"origin\">\n<p><b>Data origin: {}</b></p>\n<ul>\n",
+        escape(&a.study_name),
+        escape(&a.provenance_label)
+    );
+    for o in r.origin {
+        let _ = writeln!(h, "<li>{}</li>", escape(o));
+    }
+    let _ = write!(
+        h,
+        "</ul>\n<p>Measured requests: {}. Every figure below is taken from the hashed files of this \
+         packet (listed at the end with their sha256); absent values are written \"absent\", never 0.</p>\n</section>\n",
+        a.measured_requests
+    );
+
+    // Decisions first: what the review is asked to confirm.
+    h.push_str("<h2 id=\"decision\">Decision</h2>\n<table><tr><th>cell</th><th>suggested</th><th>rules that fired</th><th>next experiment</th></tr>\n");
+    for c in &a.body.cells {
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            escape(&c.cell),
+            escape(
+                serde_json::to_value(c.decision.outcome)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .as_deref()
+                    .unwrap_or("?")
+            ),
+            c.decision
+                .rules
+                .iter()
+                .map(|s| escape(s))
+                .collect::<Vec<_>>()
+                .join("<br>"),
+            c.decision
+                .next_experiment
+                .iter()
+                .map(|s| escape(s))
+                .collect::<Vec<_>>()
+                .join("<br>")
+        );
+    }
+    h.push_str("</table>\n<ul>\n");
+    if r.checklist.decisions.is_empty() {
+        h.push_str("<li>No decision recorded yet.</li>\n");
+    }
+    for e in &r.checklist.decisions {
+        let _ = writeln!(h, "<li>{}</li>", decision_line(e));
+    }
+    h.push_str("</ul>\n");
+
+    // Policy and limits.
+    let _ = write!(
+        h,
+        "<h2 id=\"policy\">Acceptance policy and per-class limits</h2>\n<p>Locked version {} by {} at {}, sha256 <code>{}</code>.{}</p>\n\
+         <p>Per-class SLOs, goodput window and segment floors and margins: <code>policy/limits.json</code>.</p>\n",
+        a.policy_version,
+        escape(&a.policy_locked_by),
+        escape(&a.policy_locked_at),
+        escape(&a.policy_sha256),
+        if a.policy_changed_after_results {
+            " <span class=\"void\">A version of this policy was locked after results existed.</span>"
+        } else {
+            ""
+        }
+    );
+
+    // Manifests and compatibility.
+    h.push_str("<h2 id=\"manifests\">Frozen serving manifests and compatibility</h2>\n<table><tr><th>cell</th><th>label</th><th>manifest sha256</th><th>valid</th><th>invalid because</th></tr>\n");
+    for (cell, sha, label) in r.manifests {
+        let c = a.body.cells.iter().find(|c| &c.cell == cell);
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td></tr>",
+            escape(cell),
+            escape(label),
+            escape(sha),
+            c.map_or("not analysed", |c| if c.valid {
+                "valid"
+            } else {
+                "invalid"
+            }),
+            c.map(|c| c
+                .invalid_reasons
+                .iter()
+                .map(|s| escape(s))
+                .collect::<Vec<_>>()
+                .join("<br>"))
+                .unwrap_or_default()
+        );
+    }
+    h.push_str("</table>\n");
+
+    // Quality.
+    h.push_str("<h2 id=\"quality\">Paired quality against B0</h2>\n<table><tr><th>candidate</th><th>row</th><th>protected</th><th>n</th><th>B0 only</th><th>candidate only</th><th>Δ</th><th>interval</th><th>margin</th><th>McNemar p (Holm)</th><th>verdict</th></tr>\n");
+    for c in &a.body.cells {
+        for p in &c.paired {
+            let _ = writeln!(
+                h,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">[{}, {}] at {}</td><td class=\"n\">{}</td><td class=\"n\">{} ({})</td><td>{}</td></tr>",
+                escape(&c.cell),
+                escape(&p.stratum),
+                if p.protected { "yes" } else { "" },
+                p.n,
+                p.b,
+                p.c,
+                opt(p.delta),
+                opt(p.ci_low),
+                opt(p.ci_high),
+                p.level,
+                p.margin,
+                p.mcnemar_p,
+                opt(p.mcnemar_p_holm),
+                escape(
+                    serde_json::to_value(p.verdict)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .as_deref()
+                        .unwrap_or("?")
+                )
+            );
+        }
+    }
+    h.push_str("</table>\n");
+    if let Some(nf) = &a.body.noise_floor {
+        let _ = writeln!(
+            h,
+            "<p>Noise floor (B0 against its own second pass): n={}, b={}, c={}, flip rate {}.</p>",
+            nf.n, nf.b, nf.c, nf.flip_rate
+        );
+    }
+    let _ = writeln!(
+        h,
+        "<p>Reviewers' labels: {} pair(s) adjudicated{}. Statistics on the labels: <code>results/paired.csv</code> (basis = adjudicated).</p>",
+        a.adjudicated_labels,
+        if r.labels.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " ({})",
+                r.labels
+                    .iter()
+                    .map(|(l, n)| format!("{} {n}", escape(l)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        }
+    );
+    let _ = writeln!(
+        h,
+        "<p>Representative held-out requests with their answers ({}): <code>requests/representative.jsonl</code>.</p>",
+        r.representative.len()
+    );
+
+    // Operations.
+    h.push_str("<h2 id=\"operations\">Operations: requests, goodput, capacity</h2>\n<table><tr><th>cell</th><th>offered</th><th>completed</th><th>failed</th><th>rejected</th><th>timeout</th><th>unfinished</th><th>accepted</th><th>goodput /s (repeats, 95% interval)</th><th>engine KV tokens</th><th>rollback fits</th></tr>\n");
+    for c in &a.body.cells {
+        let q = &c.requests;
+        let g = &c.goodput_total;
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{} ({}, [{}, {}])</td><td class=\"n\">{}</td><td>{}</td></tr>",
+            escape(&c.cell),
+            q.offered,
+            q.completed,
+            q.failed,
+            q.rejected,
+            q.timeout,
+            q.unfinished,
+            q.accepted,
+            opt(g.mean),
+            g.n,
+            opt(g.ci_low),
+            opt(g.ci_high),
+            c.capacity
+                .engine_kv_tokens
+                .map_or_else(|| "absent".to_owned(), |t| t.to_string()),
+            match &c.capacity.rollback_fit {
+                Some(f) if f.fits => "yes".to_owned(),
+                Some(_) => "<span class=\"void\">no</span>".to_owned(),
+                None => escape(c.capacity.model_note.as_deref().unwrap_or("unknown")),
+            }
+        );
+    }
+    h.push_str("</table>\n<p>Latency percentiles per class: <code>results/latency.csv</code>; goodput per class with every kind of miss: <code>results/goodput.csv</code>.</p>\n");
+
+    // Recovery.
+    h.push_str("<h2 id=\"recovery\">Recovery plan</h2>\n");
+    match r.recovery.filter(|v| !v.is_null()) {
+        None => h.push_str("<p class=\"void\">No recovery plan recorded.</p>\n"),
+        Some(v) => {
+            let p = &v["plan"];
+            let _ = writeln!(
+                h,
+                "<p>Version {} recorded by {} at {} (sha256 <code>{}</code>): canary {} at {} %; breach: {}; drain deadline {} s; admission before restore: {}; rehearsal on {}: restart {}, cache loss {}, warm-up {}. {}</p>",
+                v["version"],
+                escape(v["recorded_by"].as_str().unwrap_or("?")),
+                escape(v["recorded_at"].as_str().unwrap_or("?")),
+                escape(v["sha256"].as_str().unwrap_or("?")),
+                escape(p["canary"]["route"].as_str().unwrap_or("?")),
+                p["canary"]["share_percent"],
+                escape(p["breach_rule"].as_str().unwrap_or("?")),
+                p["drain_deadline_s"],
+                p.get("admission_before_restore")
+                    .map_or_else(|| "not set".to_owned(), Value::to_string),
+                escape(p["rehearsal"]["date"].as_str().unwrap_or("?")),
+                escape(p["rehearsal"]["restart"].as_str().unwrap_or("?")),
+                escape(p["rehearsal"]["cache_loss"].as_str().unwrap_or("?")),
+                escape(p["rehearsal"]["warm_up"].as_str().unwrap_or("?")),
+                escape(p["rehearsal"]["notes"].as_str().unwrap_or(""))
+            );
+        }
+    }
+
+    // Sign-offs.
+    h.push_str("<h2 id=\"signoff\">Acceptance checklist</h2>\n<table><tr><th>check</th><th>evidence sha256 now</th><th>signature</th></tr>\n");
+    for c in &r.checklist.checks {
+        let sig = match (&c.signed, c.valid) {
+            (None, _) => "not signed".to_owned(),
+            (Some(e), true) => format!(
+                "<span class=\"ok\">signed by {} at {}</span>",
+                escape(&e.actor),
+                escape(&e.at)
+            ),
+            (Some(_), false) => format!(
+                "<span class=\"void\">{}</span>",
+                escape(c.void_reason.as_deref().unwrap_or("void"))
+            ),
+        };
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td><code>{}</code></td><td>{}</td></tr>",
+            c.check.as_str(),
+            escape(&c.evidence_sha256),
+            sig
+        );
+    }
+    h.push_str("</table>\n");
+
+    // Charts.
+    h.push_str("<h2 id=\"charts\">Charts</h2>\n");
+    for (title, svg) in r.charts {
+        let _ = writeln!(
+            h,
+            "<figure>\n{}<figcaption>{}</figcaption>\n</figure>",
+            svg,
+            escape(title)
+        );
+    }
+
+    // Files.
+    h.push_str("<h2 id=\"files\">Files of this packet</h2>\n<p><code>index.json</code> lists every file with its sha256 and size; <code>kvgate packet verify</code> checks them.</p>\n<table><tr><th>file</th><th>bytes</th><th>sha256</th></tr>\n");
+    for (path, sha, size) in r.files {
+        let _ = writeln!(
+            h,
+            "<tr><td><code>{}</code></td><td class=\"n\">{}</td><td><code>{}</code></td></tr>",
+            escape(path),
+            size,
+            escape(sha)
+        );
+    }
+    h.push_str("</table>\n</body>\n</html>\n");
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::escape;
+
+    #[test]
+    fn markup_in_text_is_escaped() {
+        assert_eq!(
+            escape("<img src=x onerror=\"alert('x')\"> & co"),
+            "&lt;img src=x onerror=&quot;alert(&#39;x&#39;)&quot;&gt; &amp; co"
+        );
+    }
+}

@@ -1,0 +1,77 @@
+//! `kvgate packet export` and `kvgate packet verify`: the contract's exit codes and messages.
+
+use crate::{cpu_study, import_demo_runs, kvgate, repo, stderr, stdout};
+
+#[test]
+fn export_then_verify_and_a_changed_byte_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("ws.sqlite");
+    cpu_study(&db);
+    let policy = repo("fixtures/policies/demo-cpu.json");
+    let out = kvgate(
+        &db,
+        &[
+            "policy",
+            "lock",
+            "--study",
+            "cpu",
+            "--file",
+            policy.to_str().unwrap(),
+            "--by",
+            "owner",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    import_demo_runs(&db);
+    let packet = dir.path().join("packet");
+    // Run from the repository root, where the recorded runs' corpus path points.
+    let export = |target: &std::path::Path, zip: bool| {
+        let mut args = vec![
+            "packet".to_owned(),
+            "export".into(),
+            "--study".into(),
+            "cpu".into(),
+            "--out".into(),
+            target.display().to_string(),
+        ];
+        if zip {
+            args.push("--zip".into());
+        }
+        std::process::Command::new(env!("CARGO_BIN_EXE_kvgate"))
+            .current_dir(repo(""))
+            .arg("--db")
+            .arg(&db)
+            .args(&args)
+            .env_remove("KVGATE_DB")
+            .output()
+            .unwrap()
+    };
+    let out = export(&packet, false);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).starts_with("exported "), "{}", stdout(&out));
+    assert!(stderr(&out).is_empty(), "no warning: {}", stderr(&out));
+    let out = kvgate(&db, &["packet", "verify", packet.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(stdout(&out).starts_with("verified: "), "{}", stdout(&out));
+
+    let zip = dir.path().join("packet.zip");
+    assert!(export(&zip, true).status.success());
+    let out = kvgate(&db, &["packet", "verify", zip.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+
+    let limits = packet.join("policy/limits.json");
+    let mut bytes = std::fs::read(&limits).unwrap();
+    bytes[3] = b'X';
+    std::fs::write(&limits, bytes).unwrap();
+    let out = kvgate(&db, &["packet", "verify", packet.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stdout(&out).contains("modified: policy/limits.json: expected sha256 "),
+        "{}",
+        stdout(&out)
+    );
+    // Exporting over it is refused and changes nothing.
+    let out = export(&packet, false);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("not empty"), "{}", stderr(&out));
+}

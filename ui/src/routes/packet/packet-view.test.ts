@@ -1,0 +1,69 @@
+import { describe, expect, it } from 'vitest';
+import { exported, verification } from './packet-fixture';
+import { formatBytes, itemsHint, packetTotals, parseItemIds, totalsText, verificationSummary } from './packet-view';
+
+describe('parseItemIds', () => {
+  it('splits on commas and line breaks, trims and drops empties', () => {
+    expect(parseItemIds(' en-001 , de-002\n\n  fr-003\r\nja-004,, \n')).toEqual(['en-001', 'de-002', 'fr-003', 'ja-004']);
+  });
+
+  it('drops duplicates, keeping the first place of each id', () => {
+    expect(parseItemIds('b, a\nb\na, c')).toEqual(['b', 'a', 'c']);
+  });
+
+  it('is empty for an empty or blank box (the default sample)', () => {
+    expect(parseItemIds('')).toEqual([]);
+    expect(parseItemIds(' \n , \n')).toEqual([]);
+  });
+
+  it('keeps spaces inside an id: only commas and line breaks separate', () => {
+    expect(parseItemIds('item one, item two')).toEqual(['item one', 'item two']);
+  });
+});
+
+describe('itemsHint', () => {
+  it('names the default sample when no id is given, else the count', () => {
+    expect(itemsHint([])).toContain('balanced sample of 12');
+    expect(itemsHint(['a'])).toBe('1 item id');
+    expect(itemsHint(['a', 'b'])).toBe('2 item ids');
+  });
+});
+
+describe('packetTotals', () => {
+  it('counts the files and sums their sizes', () => {
+    expect(packetTotals(exported().files)).toEqual({ files: 3, bytes: 48_213 + 1_204 + 9_000 });
+    expect(packetTotals([])).toEqual({ files: 0, bytes: 0 });
+  });
+
+  it('reads as exact, grouped bytes', () => {
+    expect(totalsText({ files: 3, bytes: 58_417 })).toBe('3 files, 58,417 B');
+    expect(totalsText({ files: 1, bytes: 12 })).toBe('1 file, 12 B');
+    expect(formatBytes(1_048_576)).toBe('1,048,576 B');
+  });
+});
+
+describe('verificationSummary', () => {
+  it('says how many files match the index when verified', () => {
+    expect(verificationSummary(verification({ files_checked: 14 }))).toBe('verified: 14 files match index.json');
+    expect(verificationSummary(verification({ files_checked: 1 }))).toBe('verified: 1 file matches index.json');
+  });
+
+  it('counts what differs when not verified', () => {
+    const v = verification({
+      verified: false,
+      modified: ['report.html: expected sha256 aa (10 bytes), found bb (11 bytes)'],
+      missing: ['policy/policy.json', 'audit/chain.jsonl'],
+      unexpected: [],
+    });
+    expect(verificationSummary(v)).toBe('not verified: 1 modified, 2 missing (3 files checked)');
+  });
+
+  it('says the index could not be read when that is the only problem', () => {
+    const v = verification({ verified: false, files_checked: 0, problem: 'index.json: not found' });
+    expect(verificationSummary(v)).toBe('not verified: the index could not be read');
+  });
+
+  it('never calls an unverified packet verified, even with no difference listed', () => {
+    expect(verificationSummary(verification({ verified: false }))).toMatch(/^not verified: /);
+  });
+});

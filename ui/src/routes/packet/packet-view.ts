@@ -1,0 +1,64 @@
+// Presentation of what the backend wrote or found about a packet: nothing here hashes or judges a file.
+import type { PacketFile } from '$lib/bindings/PacketFile';
+import type { PacketVerification } from '$lib/bindings/PacketVerification';
+
+/** How many representative items the backend samples when none are given (DEFAULT_REPRESENTATIVE). */
+export const DEFAULT_REPRESENTATIVE = 12;
+
+/**
+ * The item ids typed in the representative-items box: split on commas and line breaks, trimmed,
+ * empties dropped, duplicates dropped keeping the first. Empty means "the default sample".
+ */
+export function parseItemIds(text: string): string[] {
+  const seen = new Set<string>();
+  const ids: string[] = [];
+  for (const part of text.split(/[,\r\n]+/)) {
+    const id = part.trim();
+    if (id === '' || seen.has(id)) continue;
+    seen.add(id);
+    ids.push(id);
+  }
+  return ids;
+}
+
+/** What the box asks for, in words, before exporting. */
+export function itemsHint(ids: readonly string[]): string {
+  if (ids.length === 0) return `none given: a balanced sample of ${DEFAULT_REPRESENTATIVE} judged items`;
+  return ids.length === 1 ? '1 item id' : `${ids.length} item ids`;
+}
+
+export type PacketTotals = { files: number; bytes: number };
+
+export function packetTotals(files: readonly PacketFile[]): PacketTotals {
+  return { files: files.length, bytes: files.reduce((sum, f) => sum + f.size, 0) };
+}
+
+/** An exact byte count, grouped for reading. */
+export function formatBytes(bytes: number): string {
+  return `${bytes.toLocaleString('en-US')} B`;
+}
+
+/** "3 files, 12,345 B". */
+export function totalsText(t: PacketTotals): string {
+  return `${t.files} ${t.files === 1 ? 'file' : 'files'}, ${formatBytes(t.bytes)}`;
+}
+
+function count(n: number, what: string): string {
+  return `${n} ${what}`;
+}
+
+/** One line saying whether the packet matches its index.json, and if not, how. */
+export function verificationSummary(v: PacketVerification): string {
+  const files = `${v.files_checked} ${v.files_checked === 1 ? 'file matches' : 'files match'}`;
+  if (v.verified) return `verified: ${files} index.json`;
+  if (v.problem !== null && v.modified.length + v.missing.length + v.unexpected.length === 0) {
+    return 'not verified: the index could not be read';
+  }
+  const parts = [
+    v.modified.length > 0 ? count(v.modified.length, 'modified') : null,
+    v.missing.length > 0 ? count(v.missing.length, 'missing') : null,
+    v.unexpected.length > 0 ? count(v.unexpected.length, 'unexpected') : null,
+  ].filter((p): p is string => p !== null);
+  const found = parts.length > 0 ? parts.join(', ') : 'the backend reported no file difference';
+  return `not verified: ${found} (${v.files_checked} ${v.files_checked === 1 ? 'file' : 'files'} checked)`;
+}
