@@ -6,6 +6,8 @@
 # Usage: scripts/record-demo.sh [ITEMS] [OUT_DIR]   (needs `make llm` and a built `kvgate`)
 # ITEMS may be `all`. KVGATE_RECORD_CORPUS picks another corpus folder (default fixtures/demo/corpus)
 # and KVGATE_RECORD_ONLY a strata filter, e.g. "length_class=short answer_kind=present".
+# KVGATE_RECORD_MODEL=FILE.gguf serves another model through scripts/llm_server.py, with the
+# manifests KVGATE_RECORD_MANIFESTS="B0.json Q8.json" (default: the SmolLM2 ones).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 items=${1:-24}
@@ -22,17 +24,30 @@ cleanup() { for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done;
 trap cleanup EXIT
 
 "$kvgate" study create "recording" >/dev/null
-"$kvgate" manifest freeze --study recording fixtures/manifests/smollm2-135m-cpu-b0.json >/dev/null
-"$kvgate" manifest freeze --study recording fixtures/manifests/smollm2-135m-cpu-q8.json >/dev/null
+for m in ${KVGATE_RECORD_MANIFESTS:-fixtures/manifests/smollm2-135m-cpu-b0.json fixtures/manifests/smollm2-135m-cpu-q8.json}; do
+  "$kvgate" manifest freeze --study recording "$m" >/dev/null
+done
 
-serve() { # kv → ready line in $work/$kv.json
-  "$kvgate" llm serve --kv "$1" >"$work/$1.json" 2>"$work/$1.err" &
+serve() { # kv → ready line in $work/$kv.json (with the startup log's path as "log")
+  if [ -n "${KVGATE_RECORD_MODEL:-}" ]; then
+    .llm/venv/bin/python scripts/llm_server.py --model "$KVGATE_RECORD_MODEL" --kv "$1" \
+      --log "$work/$1.log" >"$work/$1.ready" 2>"$work/$1.err" &
+  else
+    "$kvgate" llm serve --kv "$1" >"$work/$1.json" 2>"$work/$1.err" &
+  fi
   pids+=("$!")
 }
 serve f16
 serve q8_0
 for kv in f16 q8_0; do
-  for _ in $(seq 1 240); do [ -s "$work/$kv.json" ] && break; sleep 0.5; done
+  for _ in $(seq 1 240); do
+    if [ -s "$work/$kv.ready" ] && [ ! -s "$work/$kv.json" ]; then
+      python3 -c 'import json,sys; d=json.loads(open(sys.argv[1]).readline()); d["log"]=sys.argv[2]; print(json.dumps(d))' \
+        "$work/$kv.ready" "$work/$kv.log" >"$work/$kv.json"
+    fi
+    [ -s "$work/$kv.json" ] && break
+    sleep 0.5
+  done
   [ -s "$work/$kv.json" ] || { cat "$work/$kv.err" >&2; echo "record-demo: $kv server not ready" >&2; exit 1; }
 done
 field() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$@"; }

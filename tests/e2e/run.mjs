@@ -153,6 +153,15 @@ async function main() {
             throw new Error(`kvgate ${args.join(' ')} failed: ${e.stderr || e.message}`);
           }
         },
+        /** Runs the CLI and returns its exit status and stdout, whatever the status. */
+        kvgateStatus(args, { timeoutMs = 300000 } = {}) {
+          try {
+            return { code: 0, out: execFileSync(cli, args, { cwd: root, encoding: 'utf8', timeout: timeoutMs, stdio: ['ignore', 'pipe', 'pipe'] }) };
+          } catch (e) {
+            if (typeof e.status !== 'number') throw e;
+            return { code: e.status, out: String(e.stdout ?? '') };
+          }
+        },
         async launch(args = []) {
           const s = await Session.create(base, app, args);
           sessions.push(s);

@@ -1,11 +1,12 @@
 // Journey of the reviewer and the architect on the recorded llama.cpp runs (f16 KV = B0,
 // q8_0 KV = Q8): the recorded SmolLM2 answers are rejected on both sides, so the queue has no
 // disagreement and three agreeing pairs are asked for; they are labelled blind with the
-// keyboard, each revealed after its label; the four checks are signed and the decision recorded;
+// keyboard, each revealed after its label; the recovery plan is recorded, the four checks are
+// signed and the decision recorded;
 // then a label is edited with raw SQL outside the app, and the app shows the tamper warning and
 // the quality signature it voids.
 
-import { assert, waitUntil } from '../helpers.mjs';
+import { assert, choose, waitUntil } from '../helpers.mjs';
 import { execFileSync } from 'node:child_process';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -90,6 +91,24 @@ export const journeys = [
       await s.click('[data-testid="nav-signoff"]');
       await waitUntil(() => checkStates(s), (st) => Object.keys(st).length === 4, 'the four checks shown', 30000);
       await s.type('[data-testid="signoff-signer"]', 'architect');
+      // Recovery cannot be signed before the service owner records the recovery plan.
+      await s.waitFor('[data-testid="signoff-recovery-needs-plan"]');
+      await s.click('[data-testid="recovery-plan-open"]');
+      await s.waitFor('[data-testid="recovery-plan-form"]');
+      await s.type('[data-testid="recovery-route"]', 'chat-short (127.0.0.1, demo)');
+      await s.type('[data-testid="recovery-share"]', '5');
+      await s.type('[data-testid="recovery-breach"]', 'TTFT p99 above the class SLO for 5 minutes: new traffic back to B0');
+      await s.type('[data-testid="recovery-drain"]', '600');
+      await setValue(s, '[data-testid="recovery-date"]', '2026-11-30');
+      for (const step of ['restart', 'cache-loss', 'warm-up']) await choose(s, `[data-testid="recovery-${step}"]`, 'passed');
+      await setValue(s, '[data-testid="recovery-by"]', 'owner');
+      await waitUntil(() => s.findAll('[data-testid="recovery-problem"]'), (p) => p.length === 0, 'the plan checks clean');
+      await s.click('[data-testid="recovery-plan-record"]');
+      await s.waitFor('[data-testid="evidence-recovery-plan"]', { timeoutMs: 30000 });
+      const shown = await s.attr('[data-testid="evidence-recovery-rehearsal"]', 'data-date');
+      assert(shown === '2026-11-30', `the rehearsal date shown: ${shown}`);
+      const plan = JSON.parse(ctx.kvgate(['--db', db, 'recovery', 'show', '--study', STUDY, '--json']));
+      assert(plan.current?.plan.canary.share_percent === 5 && plan.current.recorded_by === 'owner', `plan stored: ${JSON.stringify(plan.current)}`);
       for (const check of ['compatibility', 'quality', 'operations', 'recovery']) {
         await s.click(`[data-testid="signoff-check"][data-check="${check}"] [data-testid="signoff-sign"]`);
         await waitUntil(() => checkStates(s), (st) => st[check] === 'signed', `${check} signed`, 30000);
