@@ -46,7 +46,7 @@ fn query(db: &Path, sql: &str) -> String {
 }
 
 /// Waits until `stderr` of the child has printed a line containing `needle`.
-fn wait_for_stderr(child: &mut Child, needle: &str, timeout: Duration) {
+pub fn wait_for_stderr(child: &mut Child, needle: &str, timeout: Duration) {
     let err = child.stderr.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {

@@ -1,6 +1,7 @@
 //! Round trips through the real `kvgate` binary against temporary database files.
 
 mod analysis;
+mod concurrency;
 mod crash;
 mod evidence;
 mod fixtures;
