@@ -5,7 +5,7 @@ CARGO ?= cargo
 # Where cargo puts binaries (honours CARGO_TARGET_DIR); evaluated only when a recipe needs it.
 TARGET_DIR = $(shell $(CARGO) metadata --no-deps --format-version 1 | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).target_directory))')
 
-.PHONY: run test setup ui build test-rust test-ui test-llm llm lint e2e bench contract fmt
+.PHONY: run test setup ui build test-rust test-ui test-llm llm lint e2e bench contract fmt fuzz
 
 ## Build and open the workbench on the default database (seeded with a synthetic demo study).
 # The binary `make build` made (a `cargo run` of the app alone would resolve features differently
@@ -39,6 +39,11 @@ lint: setup
 
 e2e: build llm
 	node tests/e2e/run.mjs
+
+## Every parser of kvgate-formats and the validator under cargo-fuzz (nightly), each for a bounded
+# time (FUZZ_RUNS executions, default 1000000; FUZZ_SECONDS cap, default 300); prints one table.
+fuzz: setup
+	scripts/fuzz.sh
 
 ## The real llama.cpp server (f16 KV = B0 analogue, q8_0 KV = 8-bit candidate stand-in) in .llm/.
 llm:

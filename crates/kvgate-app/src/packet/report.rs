@@ -86,7 +86,11 @@ pub fn render(r: &ReportInput<'_>) -> String {
         h,
         "<h1>Architecture review: {}</h1>\n<section class=\"origin\" id=\"origin\">\n<p><b>Data origin: {}</b></p>\n<ul>\n",
         escape(&a.study_name),
-        escape(&a.provenance_label)
+        escape(match a.provenance {
+            kvgate_core::study::Provenance::User =>
+                "a user study: the runs KV Gate recorded and the files imported into it",
+            _ => &a.provenance_label,
+        })
     );
     for o in r.origin {
         let _ = writeln!(h, "<li>{}</li>", escape(o));

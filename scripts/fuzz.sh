@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# `make fuzz`: every parser of kvgate-formats and the validator under cargo-fuzz (libFuzzer),
+# seeded with the real and malformed files of the tests, each for a bounded time. Prints one table:
+# target, executions, seconds, crashes. A crash leaves its input in fuzz/artifacts/TARGET/; turn
+# it into a regression test. Exits 1 when any target crashed.
+#   FUZZ_RUNS      executions per target (default 1000000)
+#   FUZZ_SECONDS   time cap per target (default 300)
+#   FUZZ_TARGETS   space-separated subset (default: all)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+runs=${FUZZ_RUNS:-1000000}
+seconds=${FUZZ_SECONDS:-300}
+
+rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
+command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
+
+# Seeds: the files the tests read, by the format each target parses.
+seed() { # target files…
+  local dir=target/fuzz-seeds/$1
+  shift
+  mkdir -p "$dir"
+  for f in "$@"; do
+    [ -f "$f" ] && cp "$f" "$dir/$(echo "$f" | tr '/' '_')"
+  done
+  return 0
+}
+shopt -s nullglob globstar
+m=tests/imports/malformed
+seed import_vllm_bench $m/vllm-bench/**/*.*
+seed import_guidellm fixtures/imports/guidellm/* $m/guidellm/**/*.*
+seed import_aiperf fixtures/imports/aiperf/* $m/aiperf/**/*.*
+seed import_inference_perf $m/inference-perf/**/*.* ../shared/realdata/inference-perf-kubecon-na-2025/vllm/*.json
+seed import_prometheus fixtures/metrics/*.prom $m/prometheus/**/*.*
+seed prometheus_exposition fixtures/metrics/*.prom $m/prometheus/**/*.*
+seed import_vllm_log $m/logs/**/*.* fixtures/evidence/*.log
+seed import_llamacpp_log fixtures/evidence/*.log $m/logs/**/*.*
+seed startup_log fixtures/evidence/*.log $m/logs/**/*.*
+seed import_jsonl fixtures/demo/runs/*.jsonl $m/jsonl/**/*.*
+seed run_file fixtures/demo/runs/*.jsonl $m/jsonl/**/*.*
+# The validator: the recorded answers, one file each.
+mkdir -p target/fuzz-seeds/validator
+python3 - <<'EOF'
+import json, pathlib
+out = pathlib.Path("target/fuzz-seeds/validator")
+for f in sorted(pathlib.Path("fixtures/demo/runs").glob("*.jsonl")):
+    for i, line in enumerate(f.read_text().splitlines()):
+        d = json.loads(line)
+        if "request" in d:
+            text = d["request"]["record"]["output_text"]
+            (out / f"{f.stem}-{i:04}-a").write_bytes(b"\x00" + text.encode())
+            (out / f"{f.stem}-{i:04}-b").write_bytes(b"\x03" + text.encode())
+EOF
+
+targets=${FUZZ_TARGETS:-$(sed -n 's/^name = "\(.*\)"$/\1/p' fuzz/Cargo.toml | grep -v '^kvgate-fuzz$')}
+(cd fuzz && cargo +nightly fuzz build -O $targets 2>&1 | tail -1) || (cd fuzz && cargo +nightly fuzz build -O)
+
+printf '%-24s %14s %9s %8s\n' target executions seconds crashes
+crashed=0
+for t in $targets; do
+  corpus=target/fuzz-corpus/$t
+  mkdir -p "$corpus" "fuzz/artifacts/$t"
+  log=target/fuzz-$t.log
+  start=$(date +%s)
+  set +e
+  (cd fuzz && cargo +nightly fuzz run -O "$t" "../$corpus" "../target/fuzz-seeds/$t" -- \
+    -runs="$runs" -max_total_time="$seconds" -max_len=65536 -print_final_stats=1 \
+    -artifact_prefix="artifacts/$t/") >"$log" 2>&1
+  rc=$?
+  set -e
+  took=$(($(date +%s) - start))
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  crashes=$(find "fuzz/artifacts/$t" -type f \( -name 'crash-*' -o -name 'oom-*' -o -name 'timeout-*' \) | wc -l)
+  [ "$rc" -ne 0 ] && [ "$crashes" -eq 0 ] && crashes="rc=$rc"
+  printf '%-24s %14s %9s %8s\n' "$t" "${execs:-?}" "$took" "$crashes"
+  [ "$crashes" != 0 ] && crashed=1
+done
+[ "$crashed" -eq 0 ] || { echo "fuzz: crashes found; inputs in fuzz/artifacts/ (logs in target/fuzz-*.log)" >&2; exit 1; }
