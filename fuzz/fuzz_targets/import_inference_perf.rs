@@ -5,5 +5,9 @@ use kvgate_formats::import::{parse, ImportFormat};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let _ = parse(ImportFormat::InferencePerf, "stage_0_lifecycle_metrics.json", data);
+    let _ = parse(
+        ImportFormat::InferencePerf,
+        "stage_0_lifecycle_metrics.json",
+        data,
+    );
 });
