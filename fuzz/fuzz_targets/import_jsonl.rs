@@ -1,9 +1,11 @@
 #![no_main]
 //! `kvgate import --format` Jsonl: any bytes give a parsed import or an error, never a panic.
+//! The format's parser is called on the bytes directly (a `&[u8]` is its reader).
 
-use kvgate_formats::import::{parse, ImportFormat};
+use kvgate_formats::import::{jsonl, Source};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let _ = parse(ImportFormat::Jsonl, "requests.jsonl", data);
+    let source = Source::new("requests.jsonl");
+    let _ = jsonl::parse(&source, data);
 });

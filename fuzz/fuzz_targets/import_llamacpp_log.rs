@@ -1,9 +1,11 @@
 #![no_main]
 //! `kvgate import --format` LlamacppLog: any bytes give a parsed import or an error, never a panic.
+//! The format's parser is called on the bytes directly (a `&[u8]` is its reader).
 
-use kvgate_formats::import::{parse, ImportFormat};
+use kvgate_formats::import::{logs, Source};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let _ = parse(ImportFormat::LlamacppLog, "server.log", data);
+    let source = Source::new("server.log");
+    let _ = logs::parse(&source, data, logs::LogKind::LlamaCpp);
 });

@@ -363,11 +363,18 @@ fn read_file(input: ImportInput, progress: &ReadProgress) -> Result<ReadFile, Ap
             Content::Parsed(parsed)
         }
         ImportFormat::Jsonl => {
+            // The whole first line (a run file's header names its selected items, so it can be
+            // long), up to 1 MiB: enough to tell a run file's header from a request record.
             let mut head = Vec::new();
-            (&mut reader)
-                .take(4096)
-                .read_to_end(&mut head)
-                .map_err(|e| import_error(import::Source::new(&source_name).io(e)))?;
+            while !head.contains(&b'\n') && head.len() < (1 << 20) {
+                let n = (&mut reader)
+                    .take(4096)
+                    .read_to_end(&mut head)
+                    .map_err(|e| import_error(import::Source::new(&source_name).io(e)))?;
+                if n == 0 {
+                    break;
+                }
+            }
             if jsonl::is_run_file(&head) {
                 let mut rest = Vec::new();
                 reader

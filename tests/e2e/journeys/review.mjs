@@ -1,10 +1,9 @@
-// Journey of the reviewer and the architect on the recorded llama.cpp runs (f16 KV = B0,
-// q8_0 KV = Q8): the recorded SmolLM2 answers are rejected on both sides, so the queue has no
-// disagreement and three agreeing pairs are asked for; they are labelled blind with the
-// keyboard, each revealed after its label; the recovery plan is recorded, the four checks are
-// signed and the decision recorded;
-// then a label is edited with raw SQL outside the app, and the app shows the tamper warning and
-// the quality signature it voids.
+// Journey of the reviewer and the architect on real paired disagreements: llama.cpp on CPU,
+// Qwen2.5-Coder-0.5B, f16 KV (B0) against q8_0 KV (Q8, an 8-bit stand-in, not FP8), 72 short items
+// with three answers that flip from the KV precision alone (fixtures/disagreements). The three
+// pairs are labelled blind with the keyboard, each revealed after its label; the recovery plan is
+// recorded, the four checks are signed and the decision recorded; then a label is edited with raw
+// SQL outside the app, and the app shows the tamper warning and the quality signature it voids.
 
 import { assert, choose, waitUntil } from '../helpers.mjs';
 import { execFileSync } from 'node:child_process';
@@ -12,7 +11,8 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
-const STUDY = 'Recorded q8_0 review';
+const STUDY = 'Recorded q8_0 disagreements';
+const LABEL_KEYS = [['1', 'candidate_regression'], ['2', 'baseline_error'], ['3', 'both_acceptable']];
 
 /** Presses one key as the keyboard does (WebDriver actions), to the focused page. */
 async function press(s, key) {
@@ -49,13 +49,13 @@ export const journeys = [
     async run(ctx) {
       const db = ctx.db('review');
       ctx.kvgate(['--db', db, 'study', 'create', STUDY]);
-      for (const m of ['smollm2-135m-cpu-b0.json', 'smollm2-135m-cpu-q8.json']) {
+      for (const m of ['qwen25-coder-05b-cpu-b0.json', 'qwen25-coder-05b-cpu-q8.json']) {
         ctx.kvgate(['--db', db, 'manifest', 'freeze', '--study', STUDY, resolve(root, 'fixtures/manifests', m)]);
       }
       ctx.kvgate(['--db', db, 'policy', 'lock', '--study', STUDY, '--file', resolve(root, 'fixtures/policies/demo-cpu.json'), '--by', 'owner']);
-      for (const [cell, file] of [['B0', 'b0-f16'], ['Q8', 'q8-q8_0']]) {
+      for (const [cell, file] of [['B0', 'qwen-b0-f16'], ['Q8', 'qwen-q8-q8_0']]) {
         ctx.kvgate(['--db', db, 'import', '--study', STUDY, '--cell', cell, '--format', 'jsonl',
-          resolve(root, 'fixtures/demo/runs', `${file}.kvgate-run.jsonl`)]);
+          resolve(root, 'fixtures/disagreements/runs', `${file}.kvgate-run.jsonl`)]);
       }
 
       const s = await ctx.launch(['--db', db]);
@@ -63,20 +63,36 @@ export const journeys = [
       await s.click('[data-testid="study-open"]');
       await s.waitForTexts('[data-testid="current-study"]', (t) => t[0] === STUDY);
       await s.click('[data-testid="nav-review"]');
-      await s.waitFor('[data-testid="review-filter-agreeing"]');
-      await setValue(s, '[data-testid="review-filter-agreeing"]', '3', 'change');
-      const listed = await waitUntil(() => rows(s), (r) => r.length === 3, 'three agreeing pairs listed', 30000);
+      // The queue is exactly the three real disagreements.
+      const listed = await waitUntil(() => rows(s), (r) => r.length === 3, 'the three disagreements listed', 30000);
+      const counted = await s.text('[data-testid="review-count-disagreements"]');
+      assert(counted.startsWith('Disagreements: 3'), `counted: ${counted}`);
+      const items = listed.map((r) => r.id.split('/').pop()).sort();
+      assert(
+        JSON.stringify(items) ===
+          JSON.stringify([
+            'evaluation-11-de-short-middle-numeric-present-002',
+            'evaluation-11-de-short-middle-numeric-present-003',
+            'evaluation-11-en-short-end-literal-present-000',
+          ]),
+        `the flipped items: ${items}`,
+      );
       await s.type('[data-testid="review-reviewer"]', 'reviewer one');
       // Blind before a label: the sides are A and B, nothing names the cells.
       const blind = await s.script('return document.querySelector(\'[data-testid="review-pair"]\')?.textContent ?? "";');
       assert(!/\b[AB] = (B0|Q8)\b/.test(blind) && !(await s.findAll('[data-testid="review-reveal"]')).length, 'no reveal before a label');
       await ctx.screenshot(s, 'review-blind');
 
-      // Label three pairs with the keyboard: 4 = both wrong, j = next. Focus the page first.
+      // The field diff shows where the two answers part (a value or a unit).
+      const differs = await s.script('return document.querySelectorAll(\'[data-testid="review-diff-row"] [data-differs="true"]\').length;');
+      assert(differs >= 1, `a differing field is marked: ${differs}`);
+
+      // Label the three pairs with the keyboard (1, 2, 3 = three different labels), j = next.
       await s.click('[data-testid="review-list"]');
       for (let i = 0; i < 3; i++) {
-        await press(s, '4');
-        await waitUntil(() => rows(s), (r) => r[i].label === 'both_wrong', `pair ${i + 1} labelled both wrong`);
+        const [key, label] = LABEL_KEYS[i];
+        await press(s, key);
+        await waitUntil(() => rows(s), (r) => r[i].label === label, `pair ${i + 1} labelled ${label}`);
         const reveal = await s.text('[data-testid="review-reveal"]');
         assert(/A = (B0|Q8)/.test(reveal) && /B = (B0|Q8)/.test(reveal), `the reveal names both sides: ${reveal}`);
         if (i < 2) await press(s, 'j');
@@ -84,8 +100,9 @@ export const journeys = [
       await ctx.screenshot(s, 'review-labelled');
       const audit = ctx.kvgate(['--db', db, 'audit', 'verify', '--study', STUDY]);
       assert(audit.includes('intact: 3 audit events'), `audit: ${audit}`);
-      const queue = JSON.parse(ctx.kvgate(['--db', db, 'review', 'list', '--study', STUDY, '--agreeing', '3', '--json']));
-      assert(queue.pairs.filter((p) => p.label === 'both_wrong').length === 3, 'the three labels are stored');
+      const queue = JSON.parse(ctx.kvgate(['--db', db, 'review', 'list', '--study', STUDY, '--json']));
+      const stored = queue.pairs.map((p) => p.label).sort();
+      assert(JSON.stringify(stored) === JSON.stringify(LABEL_KEYS.map(([, l]) => l).sort()), `the three labels are stored: ${stored}`);
 
       // Sign the four checks, then record the decision.
       await s.click('[data-testid="nav-signoff"]');
@@ -114,7 +131,7 @@ export const journeys = [
         await waitUntil(() => checkStates(s), (st) => st[check] === 'signed', `${check} signed`, 30000);
       }
       await s.click('[data-testid="decision-card"][data-candidate="Q8"] [data-testid="decision-outcome-retain"]');
-      await s.type('[data-testid="decision-card"][data-candidate="Q8"] [data-testid="decision-rationale"]', 'no answer accepted on either side');
+      await s.type('[data-testid="decision-card"][data-candidate="Q8"] [data-testid="decision-rationale"]', 'three flips in 72 items: too few pairs to call the change acceptable');
       await s.click('[data-testid="decision-card"][data-candidate="Q8"] [data-testid="decision-record"]');
       await waitUntil(() => s.findAll('[data-testid="decision-row"]'), (r) => r.length === 1, 'the decision listed');
       await ctx.screenshot(s, 'signoff-decided');
@@ -123,7 +140,7 @@ export const journeys = [
 
       // A label edited outside the app: the review screen flags it, the quality signature is void.
       const edited = listed[1].id;
-      execFileSync('sqlite3', [db, `UPDATE adjudications SET label = 'baseline_error' WHERE pair_id = '${edited}'`]);
+      execFileSync('sqlite3', [db, `UPDATE adjudications SET label = 'both_wrong' WHERE pair_id = '${edited}'`]);
       await s.click('[data-testid="nav-review"]');
       await s.waitFor('[data-testid="review-tamper"]', { timeoutMs: 30000 });
       const warning = await s.text('[data-testid="review-tamper"]');

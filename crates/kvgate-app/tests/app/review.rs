@@ -283,3 +283,85 @@ async fn the_queue_is_blind_labels_are_audited_and_outside_edits_are_named() {
     assert_eq!(b.seq, 2);
     assert!(b.reason.contains("edited"), "{}", b.reason);
 }
+
+/// The recorded llama.cpp runs with real disagreements (fixtures/disagreements): imported whole
+/// (their header lines are longer than 4 KiB), the queue is exactly the three flipped items.
+#[tokio::test]
+async fn real_llamacpp_disagreements_are_the_queue() {
+    std::env::set_current_dir(ROOT).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let app = App::open(kvgate_app::DbLocation::Path(dir.path().join("ws.sqlite")))
+        .await
+        .unwrap();
+    let study = app
+        .create_study(kvgate_core::study::NewStudy {
+            name: "flips".into(),
+            description: String::new(),
+        })
+        .await
+        .unwrap();
+    for file in [
+        "qwen25-coder-05b-cpu-b0.json",
+        "qwen25-coder-05b-cpu-q8.json",
+    ] {
+        let text = std::fs::read_to_string(format!("{ROOT}fixtures/manifests/{file}")).unwrap();
+        let draft = app.save_manifest_draft(study.id, &text).await.unwrap();
+        let digest = kvgate_core::manifest::Manifest::from_json(&text)
+            .unwrap()
+            .digest()
+            .unwrap();
+        app.freeze_manifest(study.id, &draft.cell, &digest)
+            .await
+            .unwrap();
+    }
+    for (cell, file) in [("B0", "qwen-b0-f16"), ("Q8", "qwen-q8-q8_0")] {
+        app.import_file(
+            kvgate_app::imports::ImportInput {
+                study_id: study.id,
+                cell: cell.into(),
+                format: kvgate_formats::import::ImportFormat::Jsonl,
+                path: format!("{ROOT}fixtures/disagreements/runs/{file}.kvgate-run.jsonl"),
+                mapping: None,
+                job: None,
+            },
+            |_| {},
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{file}: {}", e.message));
+    }
+    let queue = app
+        .review_queue(study.id, ReviewFilter::default())
+        .await
+        .unwrap();
+    assert_eq!(queue.disagreements["Q8"], 3);
+    let mut items: Vec<&str> = queue.pairs.iter().map(|p| p.item_id.as_str()).collect();
+    items.sort();
+    assert_eq!(
+        items,
+        [
+            "evaluation-11-de-short-middle-numeric-present-002",
+            "evaluation-11-de-short-middle-numeric-present-003",
+            "evaluation-11-en-short-end-literal-present-000",
+        ]
+    );
+    let value = queue
+        .pairs
+        .iter()
+        .find(|p| p.item_id.ends_with("numeric-present-003"))
+        .unwrap();
+    assert!(value.item.is_some(), "{:?}", value.item_note);
+    let outputs = [value.a.output_text.as_str(), value.b.output_text.as_str()];
+    assert!(outputs
+        .iter()
+        .any(|o| o.contains("\"nominal_torque\": 0.22")));
+    assert!(outputs
+        .iter()
+        .any(|o| o.contains("\"nominal_torque\": 0.17")));
+    assert_eq!(
+        [value.a.accepted, value.b.accepted]
+            .iter()
+            .filter(|a| **a)
+            .count(),
+        1
+    );
+}
