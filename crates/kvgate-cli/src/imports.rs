@@ -43,22 +43,31 @@ fn parse_format(s: &str) -> Result<ImportFormat, String> {
     })
 }
 
-/// Progress on stderr: one redrawn line on a terminal, a line every 5 s otherwise.
+/// Progress on stderr: one redrawn line on a terminal, a line every 5 s otherwise;
+/// `KVGATE_PROGRESS_INTERVAL_MS` sets another interval (0: every update, from the start).
 fn progress_printer(name: String) -> impl Fn(ImportEvent) + Send + Sync + 'static {
     let tty = std::io::stderr().is_terminal();
     let started = Instant::now();
     let last: Mutex<Option<Instant>> = Mutex::new(None);
+    let chosen = std::env::var("KVGATE_PROGRESS_INTERVAL_MS")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(Duration::from_millis);
+    let every = chosen.unwrap_or(if tty {
+        Duration::from_millis(200)
+    } else {
+        Duration::from_secs(5)
+    });
+    // Quick imports print nothing but their summary, unless an interval was chosen.
+    let quiet = if chosen.is_some() {
+        Duration::ZERO
+    } else {
+        Duration::from_secs(1)
+    };
     move |e: ImportEvent| {
         let mut last = last.lock().expect("progress");
-        let every = if tty {
-            Duration::from_millis(200)
-        } else {
-            Duration::from_secs(5)
-        };
-        // Quick imports print nothing but their summary.
         if e.phase != ImportPhase::Done
-            && (started.elapsed() < Duration::from_secs(1)
-                || last.is_some_and(|t| t.elapsed() < every))
+            && (started.elapsed() < quiet || last.is_some_and(|t| t.elapsed() < every))
         {
             return;
         }

@@ -41,6 +41,7 @@ async fn app_and_cli_write_the_same_database_at_once() {
         ])
         .arg(&file)
         .env_remove("KVGATE_DB")
+        .env("KVGATE_PROGRESS_INTERVAL_MS", "0")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

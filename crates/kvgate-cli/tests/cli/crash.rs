@@ -18,6 +18,7 @@ fn spawn(db: &Path, args: &[&str]) -> Child {
         .arg(db)
         .args(args)
         .env_remove("KVGATE_DB")
+        .env("KVGATE_PROGRESS_INTERVAL_MS", "0")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -64,12 +65,13 @@ pub fn wait_for_stderr(child: &mut Child, needle: &str, timeout: Duration) {
         }
     });
     let deadline = Instant::now() + timeout;
+    let mut seen = Vec::new();
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         match rx.recv_timeout(left) {
             Ok(line) if line.contains(needle) => return,
-            Ok(_) => {}
-            Err(_) => panic!("no `{needle}` on stderr within {timeout:?}"),
+            Ok(line) => seen.push(line),
+            Err(e) => panic!("no `{needle}` on stderr ({e}); it printed {seen:?}"),
         }
     }
 }
