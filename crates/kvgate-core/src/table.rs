@@ -102,12 +102,12 @@ mod tests {
                 "cell",
                 Values::Text(vec![Some("B0".into()), Some("say \"hi\", ok".into())]),
             )
-            .with("delta", Values::Float(vec![Some(-0.1 + 0.02), None]))
+            .with("delta", Values::Float(vec![Some(0.1 + 0.2), None]))
             .with("n", Values::Int(vec![Some(24), Some(0)]))
             .with("ok", Values::Bool(vec![None, Some(true)]));
         assert_eq!(
             t.to_csv(),
-            "cell,delta,n,ok\nB0,-0.08000000000000002,24,\n\"say \"\"hi\"\", ok\",,0,true\n"
+            "cell,delta,n,ok\nB0,0.30000000000000004,24,\n\"say \"\"hi\"\", ok\",,0,true\n"
         );
         assert_eq!(t.rows(), 2);
     }
