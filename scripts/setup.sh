@@ -11,7 +11,7 @@ apt_packages=(
   build-essential pkg-config file
   libwebkit2gtk-4.1-dev librsvg2-dev libayatana-appindicator3-dev   # the Tauri window
   webkit2gtk-driver xvfb                                            # end-to-end tests
-  sqlite3                                                           # make bench: the .import anchor; e2e: an edit made outside the app
+  sqlite3                                                           # make bench: the .import anchor; e2e: an edit made outside the app; CLI tests: integrity_check
 )
 
 missing=()
