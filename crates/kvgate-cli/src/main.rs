@@ -165,6 +165,32 @@ async fn run(cli: Cli) -> Result<Outcome, AppError> {
 }
 
 /// Prints a value as pretty JSON on stdout.
+/// A JSON document the user points at (a policy, a recovery plan), read whole.
+fn read_document(file: &std::path::Path, what: &str) -> Result<String, AppError> {
+    std::fs::read_to_string(file).map_err(|e| {
+        AppError::new(
+            kvgate_app::ErrorCode::InvalidInput,
+            format!("{}: cannot read the {what} file: {e}", file.display()),
+        )
+    })
+}
+
+/// `check FILE`: "a valid …" and exit 0, or one line per problem (path, expected, found) and 1.
+fn report_problems(
+    file: &std::path::Path,
+    what: &str,
+    problems: &[kvgate_core::policy::PolicyProblem],
+) -> Outcome {
+    if problems.is_empty() {
+        println!("{}: a valid {what}", file.display());
+        return Outcome::Success;
+    }
+    for p in problems {
+        println!("{}: {p}", file.display());
+    }
+    Outcome::Failure(1)
+}
+
 fn print_json<T: serde::Serialize>(value: &T) -> Result<(), AppError> {
     let text = serde_json::to_string_pretty(value)
         .map_err(|e| AppError::new(kvgate_app::ErrorCode::Internal, e.to_string()))?;

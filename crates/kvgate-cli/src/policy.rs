@@ -1,7 +1,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
-use kvgate_app::{App, AppError, ErrorCode};
+use kvgate_app::{App, AppError};
 use kvgate_core::policy::LockedPolicy;
 
 use crate::{print_json, Outcome};
@@ -34,15 +34,6 @@ pub enum PolicyCommand {
     Check { file: PathBuf },
 }
 
-fn read(file: &PathBuf) -> Result<String, AppError> {
-    std::fs::read_to_string(file).map_err(|e| {
-        AppError::new(
-            ErrorCode::InvalidInput,
-            format!("{}: cannot read the policy file: {e}", file.display()),
-        )
-    })
-}
-
 fn print_version(v: &LockedPolicy) {
     println!(
         "version {}  sha256 {}  locked {} by {}  ({} runs with results existed)",
@@ -62,7 +53,7 @@ pub async fn run(app: &App, cmd: PolicyCommand) -> Result<Outcome, AppError> {
             json,
         } => {
             let study = app.study_by_name(&study).await?;
-            let text = read(&file)?;
+            let text = crate::read_document(&file, "policy")?;
             let locked = app
                 .lock_policy(kvgate_app::analysis::LockPolicyInput {
                     study_id: study.id,
@@ -101,16 +92,8 @@ pub async fn run(app: &App, cmd: PolicyCommand) -> Result<Outcome, AppError> {
             Ok(Outcome::Success)
         }
         PolicyCommand::Check { file } => {
-            let problems = app.check_policy(&read(&file)?);
-            if problems.is_empty() {
-                println!("{}: a valid policy", file.display());
-                Ok(Outcome::Success)
-            } else {
-                for p in &problems {
-                    println!("{}: {p}", file.display());
-                }
-                Ok(Outcome::Failure(1))
-            }
+            let problems = app.check_policy(&crate::read_document(&file, "policy")?);
+            Ok(crate::report_problems(&file, "policy", &problems))
         }
     }
 }

@@ -2,7 +2,7 @@ use std::path::PathBuf;
 
 use clap::Subcommand;
 use kvgate_app::recovery::{RecordRecoveryInput, RecordedRecoveryPlan};
-use kvgate_app::{App, AppError, ErrorCode};
+use kvgate_app::{App, AppError};
 
 use crate::{print_json, Outcome};
 
@@ -32,18 +32,6 @@ pub enum RecoveryCommand {
     },
     /// Check a plan file without recording it
     Check { file: PathBuf },
-}
-
-fn read(file: &PathBuf) -> Result<String, AppError> {
-    std::fs::read_to_string(file).map_err(|e| {
-        AppError::new(
-            ErrorCode::InvalidInput,
-            format!(
-                "{}: cannot read the recovery plan file: {e}",
-                file.display()
-            ),
-        )
-    })
 }
 
 fn print_version(v: &RecordedRecoveryPlan) {
@@ -76,7 +64,7 @@ pub async fn run(app: &App, cmd: RecoveryCommand) -> Result<Outcome, AppError> {
             let recorded = app
                 .record_recovery_plan(RecordRecoveryInput {
                     study_id: study.id,
-                    plan_json: read(&file)?,
+                    plan_json: crate::read_document(&file, "recovery plan")?,
                     by,
                 })
                 .await
@@ -111,16 +99,8 @@ pub async fn run(app: &App, cmd: RecoveryCommand) -> Result<Outcome, AppError> {
             Ok(Outcome::Success)
         }
         RecoveryCommand::Check { file } => {
-            let problems = app.check_recovery_plan(&read(&file)?);
-            if problems.is_empty() {
-                println!("{}: a valid recovery plan", file.display());
-                Ok(Outcome::Success)
-            } else {
-                for p in &problems {
-                    println!("{}: {p}", file.display());
-                }
-                Ok(Outcome::Failure(1))
-            }
+            let problems = app.check_recovery_plan(&crate::read_document(&file, "recovery plan")?);
+            Ok(crate::report_problems(&file, "recovery plan", &problems))
         }
     }
 }

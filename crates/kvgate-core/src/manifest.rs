@@ -1227,6 +1227,28 @@ fn json_text<T: Serialize>(v: &T) -> String {
         .unwrap_or_else(|e| e.to_string())
 }
 
+/// Where the data of a frozen manifest's cell comes from, in one sentence for reports: an
+/// engine that is not the production one (llama.cpp on CPU) and a KV type that is not FP8 are
+/// named as a stand-in.
+pub fn data_origin(cell: &str, manifest: &Value) -> String {
+    let engine = manifest["engine"].as_str().unwrap_or("unknown engine");
+    let kv = manifest["kv_dtype"].as_str().unwrap_or("unknown");
+    let label = manifest["label"].as_str().unwrap_or("");
+    if engine == "llama.cpp" {
+        let stand_in = if kv.starts_with("q8") || kv.starts_with("q4") {
+            format!(
+                "llama.cpp {kv} KV on CPU, an {}-bit stand-in — not FP8, not a GPU measurement",
+                if kv.starts_with("q8") { 8 } else { 4 }
+            )
+        } else {
+            format!("llama.cpp {kv} KV on CPU — not a GPU measurement")
+        };
+        format!("{cell}: {stand_in}. {label}")
+    } else {
+        format!("{cell}: {engine}, KV {kv}. {label}")
+    }
+}
+
 /// Checks a set of manifests meant for one study: one B0, unique cell names and candidate ids,
 /// every candidate pointing at B0's `baseline_id`. Paths start with the manifest's index.
 pub fn validate_cell_set(manifests: &[Manifest]) -> Vec<ManifestProblem> {
@@ -1498,6 +1520,22 @@ fn classify(path: &str, reference: &Manifest, c1_to_c2: bool) -> (FindingKind, S
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn data_origin_names_a_cpu_stand_in() {
+        let q8 = serde_json::json!({"engine": "llama.cpp", "kv_dtype": "q8_0", "label": "Q8 cell"});
+        assert_eq!(
+            data_origin("Q8", &q8),
+            "Q8: llama.cpp q8_0 KV on CPU, an 8-bit stand-in — not FP8, not a GPU measurement. Q8 cell"
+        );
+        let b0 = serde_json::json!({"engine": "llama.cpp", "kv_dtype": "f16"});
+        assert_eq!(
+            data_origin("B0", &b0),
+            "B0: llama.cpp f16 KV on CPU — not a GPU measurement. "
+        );
+        let vllm = serde_json::json!({"engine": "vllm", "kv_dtype": "fp8_e4m3", "label": "C1"});
+        assert_eq!(data_origin("C1", &vllm), "C1: vllm, KV fp8_e4m3. C1");
+    }
+
     use super::*;
 
     const B0_JSON: &str = include_str!("../../../fixtures/manifests/llama31-8b-h100-b0.json");

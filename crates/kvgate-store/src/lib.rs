@@ -16,6 +16,7 @@ mod review;
 mod runs;
 mod settings;
 mod studies;
+mod versions;
 
 pub use error::StoreError;
 pub use imports::{AggregateRow, ImportRecord, ImportedRun, NewImport};

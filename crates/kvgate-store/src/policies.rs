@@ -58,32 +58,8 @@ impl Store {
         locked_by: &str,
     ) -> Result<PolicyRecord, StoreError> {
         let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
-        let exists: Option<i64> = sqlx::query_scalar("SELECT id FROM studies WHERE id = ?")
-            .bind(study_id)
-            .fetch_optional(&mut *tx)
-            .await?;
-        if exists.is_none() {
-            return Err(StoreError::NotFound {
-                entity: "study",
-                key: study_id.to_string(),
-            });
-        }
-        let latest: Option<(i64, String)> = sqlx::query_as(
-            "SELECT version, sha256 FROM policies WHERE study_id = ? ORDER BY version DESC LIMIT 1",
-        )
-        .bind(study_id)
-        .fetch_optional(&mut *tx)
-        .await?;
-        if let Some((version, digest)) = &latest {
-            if digest == sha256 {
-                return Err(StoreError::Conflict {
-                    entity: "policy",
-                    field: "sha256",
-                    value: format!("{sha256} (already locked as version {version})"),
-                });
-            }
-        }
-        let version = latest.as_ref().map_or(1, |(v, _)| v + 1);
+        let version =
+            crate::versions::next_version(&mut *tx, "policies", "policy", study_id, sha256).await?;
         let runs_at_lock: i64 = sqlx::query_scalar(RESULT_RUNS)
             .bind(study_id)
             .fetch_one(&mut *tx)

@@ -41,33 +41,14 @@ impl Store {
         recorded_by: &str,
     ) -> Result<RecoveryPlanRecord, StoreError> {
         let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
-        let exists: Option<i64> = sqlx::query_scalar("SELECT id FROM studies WHERE id = ?")
-            .bind(study_id)
-            .fetch_optional(&mut *tx)
-            .await?;
-        if exists.is_none() {
-            return Err(StoreError::NotFound {
-                entity: "study",
-                key: study_id.to_string(),
-            });
-        }
-        let latest: Option<(i64, String)> = sqlx::query_as(
-            "SELECT version, sha256 FROM recovery_plans WHERE study_id = ? \
-             ORDER BY version DESC LIMIT 1",
+        let version = crate::versions::next_version(
+            &mut *tx,
+            "recovery_plans",
+            "recovery plan",
+            study_id,
+            sha256,
         )
-        .bind(study_id)
-        .fetch_optional(&mut *tx)
         .await?;
-        if let Some((version, digest)) = &latest {
-            if digest == sha256 {
-                return Err(StoreError::Conflict {
-                    entity: "recovery plan",
-                    field: "sha256",
-                    value: format!("{sha256} (already recorded as version {version})"),
-                });
-            }
-        }
-        let version = latest.as_ref().map_or(1, |(v, _)| v + 1);
         let row = sqlx::query(sqlx::AssertSqlSafe(format!(
             "INSERT INTO recovery_plans (study_id, version, plan_json, sha256, recorded_at, \
              recorded_by) VALUES (?, ?, ?, ?, ?, ?) RETURNING {COLUMNS}"

@@ -229,26 +229,6 @@ impl Files {
     }
 }
 
-/// Where the data of each frozen manifest comes from, stand-ins named as such.
-fn origin_of(cell: &str, manifest: &Value) -> String {
-    let engine = manifest["engine"].as_str().unwrap_or("unknown engine");
-    let kv = manifest["kv_dtype"].as_str().unwrap_or("unknown");
-    let label = manifest["label"].as_str().unwrap_or("");
-    if engine == "llama.cpp" {
-        let stand_in = if kv.starts_with("q8") || kv.starts_with("q4") {
-            format!(
-                "llama.cpp {kv} KV on CPU, an {}-bit stand-in — not FP8, not a GPU measurement",
-                if kv.starts_with("q8") { 8 } else { 4 }
-            )
-        } else {
-            format!("llama.cpp {kv} KV on CPU — not a GPU measurement")
-        };
-        format!("{cell}: {stand_in}. {label}")
-    } else {
-        format!("{cell}: {engine}, KV {kv}. {label}")
-    }
-}
-
 impl App {
     /// Builds every file of the packet in memory, sorted by path.
     async fn packet_files(
@@ -268,7 +248,7 @@ impl App {
                 continue;
             };
             let value: Value = serde_json::from_str(&m.text).unwrap_or(Value::Null);
-            origin.push(origin_of(&m.cell, &value));
+            origin.push(kvgate_core::manifest::data_origin(&m.cell, &value));
             files.add(format!("manifests/{}.json", m.cell), m.text.clone());
             manifests.push((
                 m.cell.clone(),
@@ -733,24 +713,32 @@ fn read_packet(target: &Path) -> Result<BTreeMap<String, Vec<u8>>, String> {
     Ok(out)
 }
 
+impl PacketVerification {
+    fn new(target: &Path, problem: Option<String>) -> PacketVerification {
+        PacketVerification {
+            target: target.display().to_string(),
+            verified: false,
+            files_checked: 0,
+            modified: Vec::new(),
+            missing: Vec::new(),
+            unexpected: Vec::new(),
+            problem,
+        }
+    }
+}
+
 /// Checks every file of a packet folder or zip against its `index.json`.
 pub fn verify_packet(target: &Path) -> PacketVerification {
-    let mut v = PacketVerification {
-        target: target.display().to_string(),
-        verified: false,
-        files_checked: 0,
-        modified: Vec::new(),
-        missing: Vec::new(),
-        unexpected: Vec::new(),
-        problem: None,
-    };
-    let mut files = match read_packet(target) {
-        Ok(f) => f,
-        Err(e) => {
-            v.problem = Some(e);
-            return v;
-        }
-    };
+    match read_packet(target) {
+        Ok(mut files) => verify_files(target, &mut files),
+        Err(e) => PacketVerification::new(target, Some(e)),
+    }
+}
+
+/// Checks files read from a packet against its index; the listed files are taken out of `files`,
+/// what is left is unexpected.
+fn verify_files(target: &Path, files: &mut BTreeMap<String, Vec<u8>>) -> PacketVerification {
+    let mut v = PacketVerification::new(target, None);
     let Some(index_bytes) = files.remove(INDEX_FILE) else {
         v.problem = Some(format!("{}: no {INDEX_FILE}", target.display()));
         return v;
@@ -788,7 +776,7 @@ pub fn verify_packet(target: &Path) -> PacketVerification {
             }
         }
     }
-    v.unexpected = files.into_keys().collect();
+    v.unexpected = std::mem::take(files).into_keys().collect();
     v.verified = v.modified.is_empty() && v.missing.is_empty() && v.unexpected.is_empty();
     v
 }
@@ -805,14 +793,22 @@ pub struct PacketView {
 /// Verifies a packet and reads its report. Only a folder or zip with a readable packet index is
 /// read from, and only its `report.html`.
 pub fn open_packet(target: &Path) -> PacketView {
-    let verification = verify_packet(target);
+    // Read once: the check and the report come from the same bytes.
+    let mut files = match read_packet(target) {
+        Ok(f) => f,
+        Err(e) => {
+            return PacketView {
+                verification: PacketVerification::new(target, Some(e)),
+                report_html: None,
+            }
+        }
+    };
+    let report = files.get("report.html").cloned();
+    let verification = verify_files(target, &mut files);
     let report_html = if verification.problem.is_some() {
         None
     } else {
-        read_packet(target)
-            .ok()
-            .and_then(|mut f| f.remove("report.html"))
-            .and_then(|b| String::from_utf8(b).ok())
+        report.and_then(|b| String::from_utf8(b).ok())
     };
     PacketView {
         verification,

@@ -18,8 +18,8 @@ use kvgate_formats::import::ImportFormat;
 
 const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../");
 
-/// A study `name` with the CPU cells B0 and Q8 frozen.
-pub async fn study_with_demo_runs(dir: &tempfile::TempDir) -> (App, i64) {
+/// A study with the cells of these manifests (under `fixtures/manifests/`) frozen.
+pub async fn study_with_cells(dir: &tempfile::TempDir, manifests: &[&str]) -> (App, i64) {
     let app = App::open(DbLocation::Path(dir.path().join("ws.sqlite")))
         .await
         .unwrap();
@@ -30,7 +30,7 @@ pub async fn study_with_demo_runs(dir: &tempfile::TempDir) -> (App, i64) {
         })
         .await
         .unwrap();
-    for file in ["smollm2-135m-cpu-b0.json", "smollm2-135m-cpu-q8.json"] {
+    for file in manifests {
         let text = std::fs::read_to_string(format!("{ROOT}fixtures/manifests/{file}")).unwrap();
         let draft = app.save_manifest_draft(study.id, &text).await.unwrap();
         let digest = kvgate_core::manifest::Manifest::from_json(&text)
@@ -42,6 +42,15 @@ pub async fn study_with_demo_runs(dir: &tempfile::TempDir) -> (App, i64) {
             .unwrap();
     }
     (app, study.id)
+}
+
+/// A study with the CPU cells B0 and Q8 frozen.
+pub async fn study_with_demo_runs(dir: &tempfile::TempDir) -> (App, i64) {
+    study_with_cells(
+        dir,
+        &["smollm2-135m-cpu-b0.json", "smollm2-135m-cpu-q8.json"],
+    )
+    .await
 }
 
 /// The demo's recorded llama.cpp runs imported into B0 and Q8.

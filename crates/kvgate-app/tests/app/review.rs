@@ -290,34 +290,18 @@ async fn the_queue_is_blind_labels_are_audited_and_outside_edits_are_named() {
 async fn real_llamacpp_disagreements_are_the_queue() {
     std::env::set_current_dir(ROOT).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let app = App::open(kvgate_app::DbLocation::Path(dir.path().join("ws.sqlite")))
-        .await
-        .unwrap();
-    let study = app
-        .create_study(kvgate_core::study::NewStudy {
-            name: "flips".into(),
-            description: String::new(),
-        })
-        .await
-        .unwrap();
-    for file in [
-        "qwen25-coder-05b-cpu-b0.json",
-        "qwen25-coder-05b-cpu-q8.json",
-    ] {
-        let text = std::fs::read_to_string(format!("{ROOT}fixtures/manifests/{file}")).unwrap();
-        let draft = app.save_manifest_draft(study.id, &text).await.unwrap();
-        let digest = kvgate_core::manifest::Manifest::from_json(&text)
-            .unwrap()
-            .digest()
-            .unwrap();
-        app.freeze_manifest(study.id, &draft.cell, &digest)
-            .await
-            .unwrap();
-    }
+    let (app, study_id) = crate::study_with_cells(
+        &dir,
+        &[
+            "qwen25-coder-05b-cpu-b0.json",
+            "qwen25-coder-05b-cpu-q8.json",
+        ],
+    )
+    .await;
     for (cell, file) in [("B0", "qwen-b0-f16"), ("Q8", "qwen-q8-q8_0")] {
         app.import_file(
             kvgate_app::imports::ImportInput {
-                study_id: study.id,
+                study_id,
                 cell: cell.into(),
                 format: kvgate_formats::import::ImportFormat::Jsonl,
                 path: format!("{ROOT}fixtures/disagreements/runs/{file}.kvgate-run.jsonl"),
@@ -330,7 +314,7 @@ async fn real_llamacpp_disagreements_are_the_queue() {
         .unwrap_or_else(|e| panic!("{file}: {}", e.message));
     }
     let queue = app
-        .review_queue(study.id, ReviewFilter::default())
+        .review_queue(study_id, ReviewFilter::default())
         .await
         .unwrap();
     assert_eq!(queue.disagreements["Q8"], 3);
