@@ -59,7 +59,7 @@ impl Store {
     ) -> Result<PolicyRecord, StoreError> {
         let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
         let version =
-            crate::versions::next_version(&mut *tx, "policies", "policy", study_id, sha256).await?;
+            crate::versions::next_version(&mut tx, "policies", "policy", study_id, sha256).await?;
         let runs_at_lock: i64 = sqlx::query_scalar(RESULT_RUNS)
             .bind(study_id)
             .fetch_one(&mut *tx)

@@ -42,7 +42,7 @@ impl Store {
     ) -> Result<RecoveryPlanRecord, StoreError> {
         let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
         let version = crate::versions::next_version(
-            &mut *tx,
+            &mut tx,
             "recovery_plans",
             "recovery plan",
             study_id,
