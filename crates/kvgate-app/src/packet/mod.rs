@@ -587,38 +587,50 @@ impl App {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "packet".into());
-        let staging = parent.join(format!(".{name}.partial-{}", std::process::id()));
-        let result = (|| -> Result<(), AppError> {
-            if input.zip {
-                write_zip(&staging, &files, &index_bytes)?;
-            } else {
-                for (path, bytes) in files
-                    .0
-                    .iter()
-                    .chain([(&INDEX_FILE.to_owned(), &index_bytes)])
-                {
-                    let target = staging.join(path);
-                    if let Some(dir) = target.parent() {
-                        std::fs::create_dir_all(dir)
-                            .map_err(|e| io(dir, "cannot create the folder", e))?;
-                    }
-                    std::fs::write(&target, bytes).map_err(|e| io(&target, "cannot write", e))?;
+        // Staged beside the target (same file system, so the rename is atomic); a staging file or
+        // folder left by a failure, or a panic, is removed when it drops.
+        let prefix = format!(".{name}.partial-");
+        let staging_err = |e| io(parent, "cannot create the staging area", e);
+        if input.zip {
+            let staging = tempfile::Builder::new()
+                .prefix(&prefix)
+                .tempfile_in(parent)
+                .map_err(staging_err)?;
+            write_zip(staging.path(), &files, &index_bytes)?;
+            // tempfile creates the file 0600; a packet is for reading by others.
+            #[cfg(unix)]
+            set_mode(staging.path(), 0o644)?;
+            staging
+                .persist_noclobber(&out)
+                .map_err(|e| io(&out, "cannot move the packet into place", e.error))?;
+        } else {
+            let staging = tempfile::Builder::new()
+                .prefix(&prefix)
+                .tempdir_in(parent)
+                .map_err(staging_err)?;
+            for (path, bytes) in files
+                .0
+                .iter()
+                .chain([(&INDEX_FILE.to_owned(), &index_bytes)])
+            {
+                let target = staging.path().join(path);
+                if let Some(dir) = target.parent() {
+                    std::fs::create_dir_all(dir)
+                        .map_err(|e| io(dir, "cannot create the folder", e))?;
                 }
-                if out.exists() {
-                    std::fs::remove_dir(&out)
-                        .map_err(|e| io(&out, "cannot replace the empty folder", e))?;
-                }
+                std::fs::write(&target, bytes).map_err(|e| io(&target, "cannot write", e))?;
             }
-            std::fs::rename(&staging, &out)
-                .map_err(|e| io(&out, "cannot move the packet into place", e))
-        })();
-        if let Err(e) = result {
-            let _ = if input.zip {
-                std::fs::remove_file(&staging)
-            } else {
-                std::fs::remove_dir_all(&staging)
-            };
-            return Err(e);
+            // tempfile creates the folder 0700; a packet is for reading by others.
+            #[cfg(unix)]
+            set_mode(staging.path(), 0o755)?;
+            if out.exists() {
+                std::fs::remove_dir(&out)
+                    .map_err(|e| io(&out, "cannot replace the empty folder", e))?;
+            }
+            std::fs::rename(staging.path(), &out)
+                .map_err(|e| io(&out, "cannot move the packet into place", e))?;
+            // Moved: nothing is left to remove.
+            let _ = staging.keep();
         }
         let mut listed = index.files.clone();
         listed.push(PacketFile {
@@ -639,6 +651,13 @@ impl App {
 
 /// A zip with stored entries in path order and fixed entry times: the same files give the same
 /// bytes.
+#[cfg(unix)]
+fn set_mode(path: &Path, mode: u32) -> Result<(), AppError> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+        .map_err(|e| io(path, "cannot set permissions", e))
+}
+
 fn write_zip(path: &Path, files: &Files, index: &[u8]) -> Result<(), AppError> {
     use zip::write::SimpleFileOptions;
     let file = std::fs::File::create(path).map_err(|e| io(path, "cannot create", e))?;
