@@ -101,6 +101,11 @@ pub enum ClientError {
     BaseUrl { found: String, reason: String },
     #[error("endpoint `api_key`: expected characters allowed in an HTTP header")]
     ApiKey,
+    #[error(
+        "endpoint `api_key`: a key is sent only over https, or over http to this machine \
+         (loopback); found `{found}`"
+    )]
+    CleartextKey { found: String },
     #[error("request body: expected a JSON object, found {found}")]
     BodyNotObject { found: &'static str },
     #[error("HTTP client: {0}")]
@@ -137,6 +142,11 @@ pub(crate) fn install_crypto_provider() {
 impl Client {
     pub fn new(endpoint: Endpoint) -> Result<Self, ClientError> {
         let url = route_url(&endpoint)?;
+        if endpoint.api_key.is_some() && url.scheme() == "http" && !is_loopback(&url) {
+            return Err(ClientError::CleartextKey {
+                found: endpoint.base_url.clone(),
+            });
+        }
         let auth = match &endpoint.api_key {
             Some(key) => {
                 let mut value = HeaderValue::from_str(&format!("Bearer {key}"))
@@ -285,6 +295,10 @@ impl Client {
                 None,
             ),
         };
+        // A server that echoes request headers (a proxy's error page, say) must not carry the
+        // key into what is stored.
+        let error = error.map(|e| self.redact(e));
+        let output_text = self.redact(progress.text);
         RequestRecord {
             index: attempt.index,
             item_id: attempt.item_id,
@@ -297,12 +311,20 @@ impl Client {
             status,
             http_status: progress.http_status,
             error,
-            output_text: progress.text,
+            output_text,
             prompt_tokens: progress.prompt_tokens,
             completion_tokens: progress.completion_tokens,
             cached_prompt_tokens: progress.cached_prompt_tokens,
             finish_reason: progress.finish_reason,
             engine_timings: progress.engine_timings,
+        }
+    }
+
+    /// `text` with every occurrence of the endpoint's API key replaced by `<redacted>`.
+    fn redact(&self, text: String) -> String {
+        match self.endpoint.api_key.as_deref() {
+            Some(key) if !key.is_empty() && text.contains(key) => text.replace(key, "<redacted>"),
+            _ => text,
         }
     }
 
@@ -607,6 +629,18 @@ fn kind_of(e: &reqwest::Error) -> &'static str {
     }
 }
 
+/// The origin (`scheme://host[:port]`, the default port left out) of a server root: what an
+/// endpoint's API key is kept under, so `http://h:8000` and `http://h:8000/v1` share one key.
+pub fn endpoint_origin(base_url: &str) -> Result<String, ClientError> {
+    let endpoint = Endpoint {
+        base_url: base_url.to_owned(),
+        api: Api::Chat,
+        model: String::new(),
+        api_key: None,
+    };
+    Ok(route_url(&endpoint)?.origin().ascii_serialization())
+}
+
 fn route_url(endpoint: &Endpoint) -> Result<reqwest::Url, ClientError> {
     let bad = |reason: &str| ClientError::BaseUrl {
         found: endpoint.base_url.clone(),
@@ -697,6 +731,35 @@ mod tests {
         for url in ["http://10.0.0.1/", "https://llm.example/", "http://[::2]/"] {
             assert!(!is_loopback(&reqwest::Url::parse(url).unwrap()), "{url}");
         }
+    }
+
+    #[test]
+    fn a_key_is_kept_under_the_origin_of_its_server() {
+        for (base, origin) in [
+            ("http://127.0.0.1:8080", "http://127.0.0.1:8080"),
+            ("http://127.0.0.1:8080/v1/", "http://127.0.0.1:8080"),
+            ("HTTPS://LLM.example:443/serve", "https://llm.example"),
+            ("https://llm.example:8443", "https://llm.example:8443"),
+        ] {
+            assert_eq!(endpoint_origin(base).unwrap(), origin, "{base}");
+        }
+        let err = endpoint_origin("http://user:pw@127.0.0.1").unwrap_err();
+        assert!(err.to_string().contains("not in the URL"), "{err}");
+    }
+
+    #[test]
+    fn a_key_is_not_sent_in_clear_text_to_another_machine() {
+        let err = Client::new(endpoint("http://10.0.0.1:8000")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "endpoint `api_key`: a key is sent only over https, or over http to this machine \
+             (loopback); found `http://10.0.0.1:8000`"
+        );
+        let mut keyless = endpoint("http://10.0.0.1:8000");
+        keyless.api_key = None;
+        assert!(Client::new(keyless).is_ok());
+        assert!(Client::new(endpoint("https://10.0.0.1:8000")).is_ok());
+        assert!(Client::new(endpoint("http://localhost:8000")).is_ok());
     }
 
     #[test]

@@ -20,7 +20,7 @@ pub mod schedule;
 mod sse;
 
 pub use arrivals::{parse_trace, Arrivals, ScheduleError, TraceError};
-pub use client::{Api, Client, ClientError, Endpoint, PlannedRequest};
+pub use client::{endpoint_origin, Api, Client, ClientError, Endpoint, PlannedRequest};
 pub use clock::RunClock;
 pub use kvgate_core::run::{RequestRecord, RequestStatus, RunProgress, RunTiming};
 pub use metrics::{metrics_url, RawScrape, Scraper};

@@ -32,6 +32,17 @@ fn assert_times_consistent(r: &RequestRecord) {
 }
 
 #[tokio::test]
+async fn a_key_echoed_by_the_server_is_not_recorded() {
+    let r = one("echo-auth", Api::Chat, DEADLINE).await;
+    assert_eq!(r.http_status, Some(401));
+    assert_eq!(
+        r.error.as_deref(),
+        Some("unauthorized; you sent Authorization: Bearer <redacted>")
+    );
+    assert!(!format!("{r:?}").contains("sk-test-secret"));
+}
+
+#[tokio::test]
 async fn normal_stream_records_text_usage_timings_and_chunk_times() {
     let server = server::start().await;
     let client = client(server.base("normal"), Api::Chat);

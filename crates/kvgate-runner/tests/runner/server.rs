@@ -139,7 +139,24 @@ async fn serve(stream: TcpStream, stats: Arc<Stats>) -> std::io::Result<()> {
             tokio::time::sleep(Duration::from_millis(ms)).await;
         }
         stats.in_flight.fetch_sub(1, Ordering::SeqCst);
-        let keep_alive = respond(reader.get_mut(), &request.path).await;
+        let keep_alive = if request.path.starts_with("/echo-auth") {
+            // A proxy's error page that quotes the request's headers back.
+            let body = format!(
+                "unauthorized; you sent Authorization: {}",
+                request.authorization.as_deref().unwrap_or("(none)")
+            );
+            let head = format!(
+                "HTTP/1.1 401 Unauthorized\r\nContent-Length: {}\r\n\r\n",
+                body.len()
+            );
+            reader
+                .get_mut()
+                .write_all(format!("{head}{body}").as_bytes())
+                .await
+                .map(|()| true)
+        } else {
+            respond(reader.get_mut(), &request.path).await
+        };
         if !keep_alive? {
             return Ok(());
         }
