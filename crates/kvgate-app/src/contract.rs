@@ -17,6 +17,7 @@ use schemars::JsonSchema;
 use ts_rs::{Config, TS};
 
 use crate::analysis::{LockPolicyInput, PolicyStatus, StudyAnalysis};
+use crate::credentials::{EndpointKeyInput, EndpointKeyStatus, KeyStore, KeyringState};
 use crate::fixtures::{GenerateFixtures, LoadedCorpus};
 use crate::imports::{ImportEvent, ImportInput, ImportPreview, ImportSummary};
 use crate::llm::LocalServer;
@@ -88,6 +89,10 @@ pub fn write_bindings(dir: &Path) -> Result<(), String> {
     one::<crate::packet::PacketExportInput>(&cfg)?;
     one::<crate::packet::PacketExport>(&cfg)?;
     one::<crate::packet::PacketView>(&cfg)?;
+    one::<EndpointKeyInput>(&cfg)?;
+    one::<EndpointKeyStatus>(&cfg)?;
+    one::<KeyStore>(&cfg)?;
+    one::<KeyringState>(&cfg)?;
     Ok(())
 }
 

@@ -8,6 +8,7 @@
 
 pub mod analysis;
 pub mod contract;
+pub mod credentials;
 mod error;
 pub mod fixtures;
 pub mod imports;
@@ -49,6 +50,7 @@ pub struct App {
     servers: llm::LocalServers,
     runs: runs::ActiveRuns,
     imports: imports::ActiveImports,
+    session_keys: credentials::SessionKeys,
 }
 
 impl App {
@@ -67,6 +69,7 @@ impl App {
                 ))
             })?;
         }
+        create_private(&db_path)?;
         let store = Store::open(&db_path).await?;
         let app = App {
             store,
@@ -75,6 +78,7 @@ impl App {
             servers: Default::default(),
             runs: Default::default(),
             imports: Default::default(),
+            session_keys: Default::default(),
         };
         app.mark_interrupted_runs().await?;
         if db_is_default {
@@ -100,5 +104,22 @@ impl App {
     /// Closes the database cleanly.
     pub async fn close(&self) {
         self.store.close().await;
+    }
+}
+
+/// A new database file is created readable by its owner only (0600); SQLite gives its WAL and
+/// shared-memory files the same mode. An existing file keeps the mode it has.
+fn create_private(path: &std::path::Path) -> Result<(), AppError> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    match options.open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(AppError::storage(format!(
+            "cannot create the database file {}: {e}",
+            path.display()
+        ))),
     }
 }

@@ -319,8 +319,31 @@ fn read_startup_log(path: Option<&str>) -> Result<Option<(String, String)>, AppE
     let Some(path) = path.filter(|p| !p.trim().is_empty()) else {
         return Ok(None);
     };
-    let text = std::fs::read_to_string(path)
+    use kvgate_formats::import::logs::MAX_LOG_BYTES;
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_LOG_BYTES + 1).read_to_end(&mut bytes))
         .map_err(|e| invalid(format!("startup_log {path}: cannot read it: {e}")))?;
+    if bytes.len() as u64 > MAX_LOG_BYTES {
+        return Err(invalid(format!(
+            "startup_log {path}: expected a startup log of at most {} MiB, found a larger file",
+            MAX_LOG_BYTES >> 20
+        )));
+    }
+    let text = String::from_utf8(bytes).map_err(|e| {
+        invalid(format!(
+            "startup_log {path}: expected UTF-8 text, found an invalid byte at offset {}",
+            e.utf8_error().valid_up_to()
+        ))
+    })?;
+    // Stored whole as the run's evidence (and written into packets): only what is a startup log.
+    if parse_startup_log(&text) == StartupEvidence::default() {
+        return Err(invalid(format!(
+            "startup_log {path}: expected a vLLM or llama.cpp startup log, found no line of one \
+             (e.g. `llama_kv_cache: size = …` or `Using fp8 data type to store kv cache`)"
+        )));
+    }
     Ok(Some((path.to_owned(), text)))
 }
 
@@ -414,6 +437,13 @@ impl App {
                 .unwrap_or(DEFAULT_MODEL)
                 .to_owned(),
             api_key: None,
+        };
+        Client::new(endpoint.clone()).map_err(|e| invalid(e.to_string()))?;
+        // The key, if one is kept for this server, from the keyring or the session: only in
+        // memory, never in the run's recorded config (see `config`).
+        let endpoint = Endpoint {
+            api_key: self.endpoint_key(&endpoint.base_url).await?,
+            ..endpoint
         };
         Client::new(endpoint.clone()).map_err(|e| invalid(e.to_string()))?;
         let deadline_s = deadline_s.unwrap_or(DEFAULT_DEADLINE_S);

@@ -253,6 +253,17 @@ async fn runs_need_a_frozen_manifest_and_valid_input() {
     );
     let err = app.run_quality(&bad, |_| {}).await.unwrap_err();
     assert!(err.message.contains("startup_log"), "{}", err.message);
+    // Any other file is not evidence: it is refused, not stored (nor copied into a packet).
+    let bad = quality(sid, "B0", server.base(), Some("Cargo.toml"));
+    let err = app.run_quality(&bad, |_| {}).await.unwrap_err();
+    assert!(
+        err.message.starts_with("startup_log ")
+            && err
+                .message
+                .contains("expected a vLLM or llama.cpp startup log, found no line of one"),
+        "{}",
+        err.message
+    );
 
     let load = LoadRunInput {
         study_id: sid,

@@ -142,3 +142,32 @@ async fn default_database_is_seeded_once_with_the_labelled_recorded_demo() {
     assert_eq!(studies.len(), 1);
     assert_eq!(studies[0].name, "renamed demo");
 }
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_new_database_is_readable_by_its_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("private.sqlite");
+    let app = App::open(DbLocation::Path(path.clone())).await.unwrap();
+    app.create_study(NewStudy {
+        name: "written".into(),
+        description: String::new(),
+    })
+    .await
+    .unwrap();
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&path), 0o600);
+    let wal = dir.path().join("private.sqlite-wal");
+    assert!(wal.exists(), "WAL mode writes a -wal file");
+    assert_eq!(mode(&wal), 0o600);
+    app.close().await;
+
+    // An existing file keeps its mode: the owner chose it.
+    let shared = dir.path().join("shared.sqlite");
+    std::fs::write(&shared, b"").unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let app = App::open(DbLocation::Path(shared.clone())).await.unwrap();
+    assert_eq!(mode(&shared), 0o640);
+    app.close().await;
+}
