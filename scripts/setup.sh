@@ -12,6 +12,8 @@ apt_packages=(
   libwebkit2gtk-4.1-dev librsvg2-dev libayatana-appindicator3-dev   # the Tauri window
   webkit2gtk-driver xvfb                                            # end-to-end tests
   sqlite3                                                           # make bench: the .import anchor; e2e: an edit made outside the app; CLI tests: integrity_check
+  libdbus-1-dev                                                     # the OS keyring (Secret Service over D-Bus) for endpoint API keys
+  dbus-daemon gnome-keyring libsecret-tools                         # CLI tests: a real Secret Service on a private session bus
 )
 
 missing=()

@@ -1,6 +1,7 @@
 //! `kvgate`: the workbench's actions from the command line, for CI pipelines and scripts.
 //! Each subcommand parses its arguments, calls one `kvgate-app` action and prints the result.
 
+mod endpoint;
 mod evidence;
 mod fixtures;
 mod imports;
@@ -65,6 +66,9 @@ enum Command {
     /// Run a paired-quality pass or a load run against a cell's server; list and show runs
     #[command(subcommand)]
     Run(runs::RunCommand),
+    /// Endpoint API keys in the OS keyring (never in the database, a log or a packet)
+    #[command(subcommand)]
+    Endpoint(endpoint::EndpointCommand),
     /// Local llama.cpp servers (the CPU analogue of B0 and the candidate)
     #[command(subcommand)]
     Llm(llm::LlmCommand),
@@ -132,6 +136,7 @@ async fn run(cli: Cli) -> Result<Outcome, AppError> {
         Command::Validate(args) => return validate::run(args),
         Command::Weights(cmd) => return weights::run(cmd),
         Command::Evidence(cmd) => return evidence::run(cmd),
+        Command::Endpoint(cmd) => return endpoint::run(cmd).await,
         Command::Manifest(cmd) => match manifests::run_offline(cmd) {
             Ok(done) => return done,
             Err(cmd) => Command::Manifest(cmd),
@@ -148,6 +153,7 @@ async fn run(cli: Cli) -> Result<Outcome, AppError> {
         Command::Validate(args) => validate::run(args),
         Command::Weights(cmd) => weights::run(cmd),
         Command::Evidence(cmd) => evidence::run(cmd),
+        Command::Endpoint(cmd) => endpoint::run(cmd).await,
         Command::Run(cmd) => runs::run(&app, cmd).await,
         Command::Llm(cmd) => llm::run(&app, cmd).await,
         Command::Import(args) => imports::run(&app, args).await,

@@ -19,7 +19,8 @@ pub struct Target {
     /// Cell whose frozen manifest the run is bound to (e.g. B0, C1)
     #[arg(long)]
     cell: String,
-    /// Server root or its /v1 prefix, e.g. http://127.0.0.1:8080
+    /// Server root or its /v1 prefix, e.g. http://127.0.0.1:8080. Its API key, if it needs one,
+    /// comes from the OS keyring (`kvgate endpoint key set`) or KVGATE_API_KEY
     #[arg(long)]
     endpoint: String,
     /// Model name sent with each request
@@ -266,6 +267,7 @@ pub async fn run(app: &App, cmd: RunCommand) -> Result<Outcome, AppError> {
         } => {
             let only = strata_filter(&only)?;
             let study = app.study_by_name(&target.study).await?;
+            crate::endpoint::key_from_env(app, &target.endpoint)?;
             let input = QualityRunInput {
                 study_id: study.id,
                 cell: target.cell.clone(),
@@ -294,6 +296,7 @@ pub async fn run(app: &App, cmd: RunCommand) -> Result<Outcome, AppError> {
             drain,
         } => {
             let study = app.study_by_name(&target.study).await?;
+            crate::endpoint::key_from_env(app, &target.endpoint)?;
             let input = LoadRunInput {
                 study_id: study.id,
                 cell: target.cell.clone(),

@@ -6,6 +6,7 @@ mod crash;
 mod evidence;
 mod fixtures;
 mod imports;
+mod keys;
 mod manifests;
 mod packet;
 mod review;
@@ -172,6 +173,25 @@ pub fn cpu_study(db: &Path) {
         );
         assert!(out.status.success(), "{}", stderr(&out));
     }
+}
+
+/// The demo's acceptance policy locked on study `cpu` by `owner`.
+pub fn lock_demo_policy(db: &Path) {
+    let policy = repo("fixtures/policies/demo-cpu.json");
+    let out = kvgate(
+        db,
+        &[
+            "policy",
+            "lock",
+            "--study",
+            "cpu",
+            "--file",
+            policy.to_str().unwrap(),
+            "--by",
+            "owner",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
 }
 
 /// The demo's recorded llama.cpp runs imported into B0 and Q8 of study `cpu`.

@@ -1,27 +1,13 @@
 //! `kvgate packet export` and `kvgate packet verify`: the contract's exit codes and messages.
 
-use crate::{cpu_study, import_demo_runs, kvgate, repo, stderr, stdout};
+use crate::{cpu_study, import_demo_runs, kvgate, lock_demo_policy, repo, stderr, stdout};
 
 #[test]
 fn export_then_verify_and_a_changed_byte_is_named() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("ws.sqlite");
     cpu_study(&db);
-    let policy = repo("fixtures/policies/demo-cpu.json");
-    let out = kvgate(
-        &db,
-        &[
-            "policy",
-            "lock",
-            "--study",
-            "cpu",
-            "--file",
-            policy.to_str().unwrap(),
-            "--by",
-            "owner",
-        ],
-    );
-    assert!(out.status.success(), "{}", stderr(&out));
+    lock_demo_policy(&db);
     import_demo_runs(&db);
     let packet = dir.path().join("packet");
     // Run from the repository root, where the recorded runs' corpus path points.

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use kvgate_app::{App, DbLocation};
 
-use crate::{cpu_study, import_demo_runs, kvgate, repo, stderr, stdout};
+use crate::{cpu_study, import_demo_runs, kvgate, lock_demo_policy, repo, stderr, stdout};
 
 fn sql(db: &Path, statement: &str) {
     let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -145,21 +145,7 @@ fn signoff_and_decide_need_a_locked_policy_and_land_in_the_chain() {
         "{}",
         stderr(&out)
     );
-    let policy = repo("fixtures/policies/demo-cpu.json");
-    let out = kvgate(
-        &db,
-        &[
-            "policy",
-            "lock",
-            "--study",
-            "cpu",
-            "--file",
-            policy.to_str().unwrap(),
-            "--by",
-            "owner",
-        ],
-    );
-    assert!(out.status.success(), "{}", stderr(&out));
+    lock_demo_policy(&db);
     // Recovery is refused until its plan is recorded.
     let out = kvgate(
         &db,
