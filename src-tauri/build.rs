@@ -52,6 +52,9 @@ fn main() {
         "export_packet",
         "verify_packet",
         "open_packet",
+        "set_endpoint_key",
+        "endpoint_key_status",
+        "forget_endpoint_key",
     ]);
     tauri_build::try_build(tauri_build::Attributes::new().app_manifest(manifest))
         .expect("tauri build script failed");

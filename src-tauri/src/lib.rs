@@ -11,9 +11,27 @@ use std::path::PathBuf;
 use kvgate_app::{App, DbLocation, DB_ENV};
 use tauri::{Builder, Runtime};
 
+/// Whether the window may show `url`: the app's own pages (the bundled UI, and in a debug
+/// build the UI dev server) and the packet report's `srcdoc` frame. Anything else (a link or a
+/// script sending the window to another site) is refused: the window never shows remote content.
+pub fn is_app_url(url: &tauri::Url) -> bool {
+    let host = url.host_str();
+    match url.scheme() {
+        "tauri" => host == Some("localhost"),
+        "http" | "https" if host == Some("tauri.localhost") => true,
+        "http" if cfg!(debug_assertions) => host == Some("localhost") && url.port() == Some(5173),
+        "about" => matches!(url.path(), "blank" | "srcdoc"),
+        _ => false,
+    }
+}
+
 /// Registers the service layer and every command on a builder (the real one or the test mock).
 pub fn build_app<R: Runtime>(builder: Builder<R>, app: App) -> Builder<R> {
+    let navigation_guard = tauri::plugin::Builder::<R>::new("kvgate-navigation")
+        .on_navigation(|_webview, url| is_app_url(url))
+        .build();
     builder
+        .plugin(navigation_guard)
         .manage(app)
         .manage(commands::weights::WeightsJob::default())
         .invoke_handler(tauri::generate_handler![
@@ -67,6 +85,9 @@ pub fn build_app<R: Runtime>(builder: Builder<R>, app: App) -> Builder<R> {
             commands::packet::export_packet,
             commands::packet::verify_packet,
             commands::packet::open_packet,
+            commands::endpoint::set_endpoint_key,
+            commands::endpoint::endpoint_key_status,
+            commands::endpoint::forget_endpoint_key,
         ])
 }
 

@@ -2,6 +2,7 @@
 
 pub mod analysis;
 pub mod app;
+pub mod endpoint;
 pub mod fixtures;
 pub mod imports;
 pub mod manifests;

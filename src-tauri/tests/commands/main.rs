@@ -483,3 +483,77 @@ fn packet_export_verify_and_open() {
     .unwrap();
     assert_eq!(elsewhere["report_html"], Value::Null);
 }
+
+#[test]
+fn endpoint_keys_go_in_and_never_come_back() {
+    let h = harness();
+    let url = "http://127.0.0.1:9/v1";
+    let bad = invoke(
+        &h,
+        "set_endpoint_key",
+        json!({"input": {"url": url, "key": "  ", "session_fallback": true}}),
+    )
+    .unwrap_err();
+    assert_eq!(bad["code"], "invalid_input");
+    assert!(
+        bad["message"].as_str().unwrap().starts_with("key: "),
+        "{bad}"
+    );
+    let bad_url = invoke(&h, "endpoint_key_status", json!({"url": "ftp://x"})).unwrap_err();
+    assert_eq!(bad_url["code"], "invalid_input");
+
+    let secret = "sk-tauri-command-test-7f3a";
+    let set = invoke(
+        &h,
+        "set_endpoint_key",
+        json!({"input": {"url": url, "key": secret, "session_fallback": true}}),
+    )
+    .unwrap();
+    assert!(!set.to_string().contains(secret), "{set}");
+    assert_eq!(set["origin"], "http://127.0.0.1:9");
+    // Wherever this machine keeps it, the answer says so consistently: the OS keyring when one
+    // answers, else the session with its warning.
+    if set["keyring"]["available"] == true {
+        assert_eq!(set["stored_in"], "os_keyring", "{set}");
+        assert_eq!(set["warning"], Value::Null);
+    } else {
+        assert_eq!(set["stored_in"], "session", "{set}");
+        assert!(set["warning"]
+            .as_str()
+            .unwrap()
+            .contains("lost when the process ends"));
+    }
+    let status = invoke(&h, "endpoint_key_status", json!({"url": url})).unwrap();
+    assert_eq!(status["stored_in"], set["stored_in"], "{status}");
+    assert!(!status.to_string().contains(secret));
+    let forgotten = invoke(&h, "forget_endpoint_key", json!({"url": url})).unwrap();
+    assert_eq!(forgotten["stored_in"], Value::Null, "{forgotten}");
+    let after = invoke(&h, "endpoint_key_status", json!({"url": url})).unwrap();
+    assert_eq!(after["stored_in"], Value::Null, "{after}");
+}
+
+#[test]
+fn the_window_shows_only_the_apps_own_pages() {
+    let ok = [
+        "tauri://localhost/",
+        "tauri://localhost/index.html#/runs",
+        "http://tauri.localhost/",
+        "about:srcdoc",
+        "about:blank",
+    ];
+    for url in ok {
+        assert!(kvgate_desktop::is_app_url(&url.parse().unwrap()), "{url}");
+    }
+    let refused = [
+        "https://example.com/",
+        "http://127.0.0.1:8080/",
+        "tauri://example.com/",
+        "file:///etc/passwd",
+        "data:text/html,<script>1</script>",
+        "javascript:alert(1)",
+        "about:config",
+    ];
+    for url in refused {
+        assert!(!kvgate_desktop::is_app_url(&url.parse().unwrap()), "{url}");
+    }
+}
