@@ -7,6 +7,8 @@ import type { CheckpointDigest } from '$lib/bindings/CheckpointDigest';
 import type { WeightsProgress } from '$lib/bindings/WeightsProgress';
 import type { AppInfo } from '$lib/bindings/AppInfo';
 import type { DisjointReport } from '$lib/bindings/DisjointReport';
+import type { EndpointKeyInput } from '$lib/bindings/EndpointKeyInput';
+import type { EndpointKeyStatus } from '$lib/bindings/EndpointKeyStatus';
 import type { GenerateFixtures } from '$lib/bindings/GenerateFixtures';
 import type { ImportEvent } from '$lib/bindings/ImportEvent';
 import type { ImportFormat } from '$lib/bindings/ImportFormat';
@@ -162,6 +164,18 @@ export const startLocalServer = (kv: string): Promise<LocalServer> => call('star
 export const stopLocalServer = (pid: number): Promise<null> => call('stop_local_server', { pid });
 
 export const localServers = (): Promise<LocalServer[]> => call('local_servers');
+
+/** Keeps an endpoint's API key under its origin in the OS keyring, or with `session_fallback`, when
+ * none answers, in memory until the app closes (the status then carries a `warning`). Rejects
+ * (invalid_input) for a bad URL or key, (storage) when no keyring answered and no fallback was
+ * asked for. The key never comes back. */
+export const setEndpointKey = (input: EndpointKeyInput): Promise<EndpointKeyStatus> => call('set_endpoint_key', { input });
+
+/** Where the key of the endpoint at `url` is kept, if anywhere, and whether the OS keyring answers; never the key. */
+export const endpointKeyStatus = (url: string): Promise<EndpointKeyStatus> => call('endpoint_key_status', { url });
+
+/** Removes the endpoint's key from memory and from the OS keyring; resolves to the status after. */
+export const forgetEndpointKey = (url: string): Promise<EndpointKeyStatus> => call('forget_endpoint_key', { url });
 
 /** Subscribes to the progress of every running run; resolves to the function that unsubscribes. */
 export function onRunProgress(handler: (event: RunEvent) => void): Promise<() => void> {

@@ -19,6 +19,8 @@ import {
   deriveCandidate,
   exportPacket,
   diffManifests,
+  endpointKeyStatus,
+  forgetEndpointKey,
   freezeManifest,
   generateFixtures,
   lastOpenedStudy,
@@ -42,6 +44,7 @@ import {
   runLoad,
   runQuality,
   saveManifestDraft,
+  setEndpointKey,
   sniffImportFormat,
   startLocalServer,
   stopLocalServer,
@@ -185,6 +188,29 @@ describe('commands', () => {
       ['stop_local_server', { pid: 4242 }],
       ['local_servers', undefined],
     ]);
+  });
+
+  it('calls the endpoint key commands with the argument names the Rust commands take', async () => {
+    invokeMock.mockResolvedValue(null);
+    const input = { url: 'http://10.0.0.5:8000/v1', key: 'sk-test', session_fallback: true };
+    await setEndpointKey(input);
+    await endpointKeyStatus('http://10.0.0.5:8000/v1');
+    await forgetEndpointKey('http://10.0.0.5:8000');
+
+    expect(invokeMock.mock.calls).toEqual([
+      ['set_endpoint_key', { input }],
+      ['endpoint_key_status', { url: 'http://10.0.0.5:8000/v1' }],
+      ['forget_endpoint_key', { url: 'http://10.0.0.5:8000' }],
+    ]);
+  });
+
+  it('hands a key refusal over as an AppError', async () => {
+    const message = 'no OS keyring answered (no secret service): the key for http://h:1 was not kept';
+    invokeMock.mockRejectedValue({ code: 'storage', message });
+    await expect(setEndpointKey({ url: 'http://h:1', key: 'sk-test', session_fallback: false })).rejects.toEqual({
+      code: 'storage',
+      message,
+    });
   });
 
   it('calls the import commands with the argument names the Rust commands take', async () => {

@@ -28,6 +28,8 @@ vi.mock('$lib/ipc', async (importOriginal) => ({
   previewImport: vi.fn(),
   commitImport: vi.fn(),
   cancelImport: vi.fn(),
+  endpointKeyStatus: vi.fn(),
+  setEndpointKey: vi.fn(),
 }));
 
 import * as ipc from '$lib/ipc';
@@ -176,6 +178,12 @@ beforeEach(() => {
   ipcMock.listImports.mockResolvedValue([]);
   ipcMock.onImportProgress.mockResolvedValue(() => {});
   ipcMock.onFileDrag.mockResolvedValue(() => {});
+  ipcMock.endpointKeyStatus.mockImplementation(async (url) => ({
+    origin: new URL(url).origin,
+    stored_in: null,
+    keyring: { available: true, detail: null },
+    warning: null,
+  }));
 });
 
 describe('Runs screen', () => {
@@ -270,6 +278,41 @@ describe('Runs screen', () => {
     await fireEvent.click(screen.getByTestId('run-start'));
     expect((await screen.findByTestId('run-form-error')).textContent).toContain('limit: expected a whole number of at least 1');
     expect(ipcMock.runQuality).not.toHaveBeenCalled();
+  });
+
+  it('shows where the key of the targeted endpoint is kept, and Enter in the key field saves it without starting a run', async () => {
+    ipcMock.localServers.mockResolvedValue([f16]);
+    ipcMock.setEndpointKey.mockResolvedValue({
+      origin: f16.url,
+      stored_in: 'os_keyring',
+      keyring: { available: true, detail: null },
+      warning: null,
+    });
+    setup();
+    await screen.findByTestId('run-endpoint-url');
+    const status = await screen.findByTestId('endpoint-key-status');
+    await vi.waitFor(() => expect(status.textContent?.trim()).toBe(`No API key kept for ${f16.url} (requests carry none).`));
+    expect(ipcMock.endpointKeyStatus).toHaveBeenCalledWith(f16.url);
+
+    await fireEvent.click(screen.getByTestId('endpoint-key-toggle'));
+    const input = screen.getByTestId('endpoint-key-input');
+    await fireEvent.input(input, { target: { value: 'sk-local' } });
+    await fireEvent.keyDown(input, { key: 'Enter' });
+    expect(ipcMock.setEndpointKey).toHaveBeenCalledWith({ url: f16.url, key: 'sk-local', session_fallback: false });
+    await vi.waitFor(() => expect(status.textContent?.trim()).toBe(`API key kept in the OS keyring for ${f16.url}.`));
+    expect(ipcMock.runQuality).not.toHaveBeenCalled();
+  });
+
+  it('asks about a typed endpoint only once there is a URL', async () => {
+    setup();
+    await screen.findByTestId('run-base-url');
+    expect(screen.queryByTestId('endpoint-key-panel')).toBeNull();
+    await fireEvent.input(screen.getByTestId('run-base-url'), { target: { value: 'http://10.0.0.5:8000/v1' } });
+    const status = await screen.findByTestId('endpoint-key-status');
+    await vi.waitFor(() =>
+      expect(status.textContent?.trim()).toBe('No API key kept for http://10.0.0.5:8000 (requests carry none).'),
+    );
+    expect(ipcMock.endpointKeyStatus.mock.calls).toEqual([['http://10.0.0.5:8000/v1']]);
   });
 
   it('keeps the reason when a run cannot start', async () => {
