@@ -94,6 +94,10 @@ async function startDriver(display, dataDir) {
   const env = { ...process.env, DISPLAY: display, TAURI_WEBVIEW_AUTOMATION: 'true', KVGATE_DATA_DIR: dataDir };
   delete env.KVGATE_DB;
   delete env.WAYLAND_DISPLAY;
+  delete env.KVGATE_API_KEY;
+  // A session bus address with nothing behind it: the app finds no OS keyring, the same on every
+  // machine, and the tests never touch the keyring of the person running them.
+  env.DBUS_SESSION_BUS_ADDRESS = `unix:path=${join(dataDir, 'no-session-bus')}`;
   const driver = start('WebKitWebDriver', [`--port=${port}`, '--host=127.0.0.1'], {
     env,
     stdio: ['ignore', 'ignore', 'pipe'],

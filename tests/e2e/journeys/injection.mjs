@@ -76,6 +76,13 @@ export const journeys = [
       const after = await injected(s);
       assert(after.img === 0 && after.b === 0 && after.pwned === null, `still nothing made or run: ${JSON.stringify(after)}`);
       await ctx.screenshot(s, 'injection-runs');
+
+      // A script that sends the window elsewhere is refused: it never shows a remote page.
+      const before = await s.script('return location.href;');
+      await s.script('location.href = "https://example.invalid/pwned"; return null;');
+      await new Promise((r) => setTimeout(r, 1000));
+      const now = await s.script('return { href: location.href, runs: !!document.querySelector(\'[data-testid="run-row"]\') };');
+      assert(now.href === before && now.runs, `the window stayed on the app: ${JSON.stringify({ before, now })}`);
       await s.close();
     },
   },
