@@ -22,6 +22,7 @@ use kvgate_core::metrics::{
 use kvgate_core::policy::{ItemStrata, SegmentFilter};
 use kvgate_core::run::{RequestRecord, RunProgress};
 use kvgate_core::validator::{validate, ValidatorPolicy, Verdict};
+use kvgate_formats::import::{logs, Source};
 use kvgate_formats::prometheus::{observed_from_cache_config_info, parse_exposition};
 use kvgate_formats::run_file::{
     parse_run_file, render_run_file, RunFile, RunFileEvidence, RunFileHeader, RunFileRequest,
@@ -314,37 +315,29 @@ pub fn parse_arrivals(spec: &str, seed: u64) -> Result<Arrivals, AppError> {
     }
 }
 
-/// Reads the startup log named by a run's input, when one is named.
-fn read_startup_log(path: Option<&str>) -> Result<Option<(String, String)>, AppError> {
+/// A run's startup log: its path as given, its text, and what was recognised in it.
+struct StartupLog {
+    path: String,
+    text: String,
+    parsed: StartupEvidence,
+}
+
+/// Reads the startup log named by a run's input, when one is named. It is stored whole as the
+/// run's evidence (and written into packets), so only a startup log is accepted: the size cap,
+/// UTF-8 check and recognition of `kvgate-formats`' log reader.
+fn read_startup_log(path: Option<&str>) -> Result<Option<StartupLog>, AppError> {
     let Some(path) = path.filter(|p| !p.trim().is_empty()) else {
         return Ok(None);
     };
-    use kvgate_formats::import::logs::MAX_LOG_BYTES;
-    use std::io::Read;
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(MAX_LOG_BYTES + 1).read_to_end(&mut bytes))
+    let file = std::fs::File::open(path)
         .map_err(|e| invalid(format!("startup_log {path}: cannot read it: {e}")))?;
-    if bytes.len() as u64 > MAX_LOG_BYTES {
-        return Err(invalid(format!(
-            "startup_log {path}: expected a startup log of at most {} MiB, found a larger file",
-            MAX_LOG_BYTES >> 20
-        )));
-    }
-    let text = String::from_utf8(bytes).map_err(|e| {
-        invalid(format!(
-            "startup_log {path}: expected UTF-8 text, found an invalid byte at offset {}",
-            e.utf8_error().valid_up_to()
-        ))
-    })?;
-    // Stored whole as the run's evidence (and written into packets): only what is a startup log.
-    if parse_startup_log(&text) == StartupEvidence::default() {
-        return Err(invalid(format!(
-            "startup_log {path}: expected a vLLM or llama.cpp startup log, found no line of one \
-             (e.g. `llama_kv_cache: size = …` or `Using fp8 data type to store kv cache`)"
-        )));
-    }
-    Ok(Some((path.to_owned(), text)))
+    let (text, parsed) = logs::read_startup_log(&Source::new(path), file)
+        .map_err(|e| invalid(format!("startup_log {e}")))?;
+    Ok(Some(StartupLog {
+        path: path.to_owned(),
+        text,
+        parsed,
+    }))
 }
 
 /// Where a run goes and how it is observed, as given by the user.
@@ -364,7 +357,7 @@ struct Prepared {
     manifest_id: i64,
     manifest: Manifest,
     endpoint: Endpoint,
-    startup_log: Option<(String, String)>,
+    startup_log: Option<StartupLog>,
     scrape_interval: Option<Duration>,
     deadline: Duration,
 }
@@ -377,8 +370,8 @@ impl Prepared {
             "endpoint": {"base_url": self.endpoint.base_url, "api": "chat", "model": self.endpoint.model},
             "request_deadline_ms": self.deadline.as_millis() as u64,
             "scrape_interval_ms": self.scrape_interval.map(|d| d.as_millis() as u64),
-            "startup_log": self.startup_log.as_ref().map(|(path, text)| {
-                json!({"path": path, "sha256": sha256_hex(text.as_bytes())})
+            "startup_log": self.startup_log.as_ref().map(|log| {
+                json!({"path": log.path, "sha256": sha256_hex(log.text.as_bytes())})
             }),
             "manifest_sha256": self.manifest.digest().ok(),
             "validator": ValidatorPolicy::default(),
@@ -436,29 +429,30 @@ impl App {
                 .filter(|m| !m.trim().is_empty())
                 .unwrap_or(DEFAULT_MODEL)
                 .to_owned(),
+            // The key, if one is kept for this server, from the session or the keyring: only in
+            // memory, never in the run's recorded config (see `config`). Asked for last, after
+            // the checks that need no keyring (a keyring may prompt to be unlocked).
             api_key: None,
         };
-        Client::new(endpoint.clone()).map_err(|e| invalid(e.to_string()))?;
-        // The key, if one is kept for this server, from the keyring or the session: only in
-        // memory, never in the run's recorded config (see `config`).
-        let endpoint = Endpoint {
-            api_key: self.endpoint_key(&endpoint.base_url).await?,
-            ..endpoint
-        };
-        Client::new(endpoint.clone()).map_err(|e| invalid(e.to_string()))?;
         let deadline_s = deadline_s.unwrap_or(DEFAULT_DEADLINE_S);
         if !(deadline_s.is_finite() && deadline_s > 0.0) {
             return Err(invalid(format!(
                 "request_deadline_s: expected a positive number of seconds, found {deadline_s}"
             )));
         }
+        let startup_log = read_startup_log(startup_log)?;
+        let endpoint = Endpoint {
+            api_key: self.endpoint_key(&endpoint.base_url).await?,
+            ..endpoint
+        };
+        Client::new(endpoint.clone()).map_err(|e| invalid(e.to_string()))?;
         let scrape_ms = scrape_interval_ms.unwrap_or(DEFAULT_SCRAPE_MS);
         Ok(Prepared {
             study_id,
             manifest_id: stored.id,
             manifest,
             endpoint,
-            startup_log: read_startup_log(startup_log)?,
+            startup_log,
             scrape_interval: (scrape_ms > 0).then(|| Duration::from_millis(scrape_ms.into())),
             deadline: Duration::from_secs_f64(deadline_s),
         })
@@ -912,15 +906,14 @@ impl App {
     fn evidence(&self, p: &Prepared, scrapes: &[ReadScrape]) -> (Vec<RunEvidence>, CellValidity) {
         let mut evidence = Vec::new();
         let mut observed: Option<ObservedEngine> = None;
-        if let Some((path, text)) = &p.startup_log {
-            let parsed = parse_startup_log(text);
-            observed = Some(parsed.observed());
+        if let Some(log) = &p.startup_log {
+            observed = Some(log.parsed.observed());
             evidence.push(RunEvidence {
                 kind: "startup_log".into(),
-                source_name: path.clone(),
-                sha256: sha256_hex(text.as_bytes()),
-                text: text.clone(),
-                parsed_json: serde_json::to_string(&parsed).ok(),
+                source_name: log.path.clone(),
+                sha256: sha256_hex(log.text.as_bytes()),
+                text: log.text.clone(),
+                parsed_json: serde_json::to_string(&log.parsed).ok(),
             });
         }
         let first_config = scrapes

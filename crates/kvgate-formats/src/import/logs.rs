@@ -7,7 +7,7 @@ use std::io::{BufRead, Read};
 use super::{
     Granularity, ImportError, ImportFormat, ParsedEvidence, ParsedImport, ParsedRun, Source,
 };
-use crate::startup_log::parse_startup_log;
+use crate::startup_log::{parse_startup_log, StartupEvidence};
 
 /// Startup logs larger than this are refused: a startup log is kilobytes, a file this large is
 /// a whole server log and should be cut to its startup first.
@@ -19,11 +19,9 @@ pub enum LogKind {
     LlamaCpp,
 }
 
-pub fn parse(
-    source: &Source,
-    reader: impl BufRead,
-    kind: LogKind,
-) -> Result<ParsedImport, ImportError> {
+/// The whole log as text: at most [`MAX_LOG_BYTES`], UTF-8 (the first byte that is not is named
+/// by line and offset).
+fn read_text(source: &Source, reader: impl Read) -> Result<String, ImportError> {
     let mut bytes = Vec::new();
     reader
         .take(MAX_LOG_BYTES + 1)
@@ -37,7 +35,7 @@ pub fn parse(
             "a larger file: cut the server log to its startup lines",
         ));
     }
-    let text = String::from_utf8(bytes).map_err(|e| {
+    String::from_utf8(bytes).map_err(|e| {
         let valid = e.utf8_error().valid_up_to();
         let line = e.as_bytes()[..valid]
             .iter()
@@ -51,7 +49,39 @@ pub fn parse(
             "UTF-8 text",
             format!("a byte that is not UTF-8 at offset {valid}"),
         )
-    })?;
+    })
+}
+
+/// A startup log of either engine given as a run's evidence: read as an import reads one, and
+/// refused unless at least one of its lines is recognised. Returns the text and what was
+/// recognised in it.
+pub fn read_startup_log(
+    source: &Source,
+    reader: impl Read,
+) -> Result<(String, StartupEvidence), ImportError> {
+    let text = read_text(source, reader)?;
+    let evidence = parse_startup_log(&text);
+    if evidence == StartupEvidence::default() {
+        return Err(source.at(
+            "$",
+            None,
+            "a vLLM or llama.cpp startup log",
+            format!(
+                "no line of one in its {} line(s) (e.g. `llama_kv_cache: size = …` or `Using fp8 \
+                 data type to store kv cache`)",
+                text.lines().count()
+            ),
+        ));
+    }
+    Ok((text, evidence))
+}
+
+pub fn parse(
+    source: &Source,
+    reader: impl BufRead,
+    kind: LogKind,
+) -> Result<ParsedImport, ImportError> {
+    let text = read_text(source, reader)?;
     let evidence = parse_startup_log(&text);
     // Lines only llama.cpp prints, and lines only vLLM prints: a log of the other engine is
     // refused by name rather than read as this one (llama.cpp's `flash_attn = enabled` would
@@ -130,6 +160,30 @@ pub fn parse(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_startup_log_of_either_engine_is_read_and_anything_else_refused() {
+        let source = Source::new("server.log");
+        let llama = "llama_context: flash_attn = enabled\n";
+        let (text, parsed) = read_startup_log(&source, llama.as_bytes()).unwrap();
+        assert_eq!(text, llama);
+        assert_eq!(parsed.flash_attention.map(|f| f.value), Some(true));
+        let vllm = "INFO [cache.py:1] Using fp8 data type to store kv cache.\n";
+        assert!(read_startup_log(&source, vllm.as_bytes()).is_ok());
+        let err = read_startup_log(&source, "[package]\nname = \"x\"\n".as_bytes()).unwrap_err();
+        assert!(
+            err.to_string().starts_with(
+                "server.log, $: expected a vLLM or llama.cpp startup log, found no line of one \
+                 in its 2 line(s)"
+            ),
+            "{err}"
+        );
+        let err = read_startup_log(&source, &b"ok\n\xff"[..]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "server.log, line 2: expected UTF-8 text, found a byte that is not UTF-8 at offset 3"
+        );
+    }
 
     #[test]
     fn a_llama_log_is_kept_verbatim() {
