@@ -113,16 +113,12 @@ fn session_warning(origin: &str) -> String {
 enum Lookup {
     Found(String),
     Absent,
+    /// The keyring's own message: the platform's error, which never holds the key.
     Unavailable(String),
 }
 
 fn entry(origin: &str) -> Result<keyring::Entry, keyring::Error> {
     keyring::Entry::new(KEYRING_SERVICE, origin)
-}
-
-fn keyring_error(e: &keyring::Error) -> String {
-    // `PlatformFailure` and `NoStorageAccess` carry the platform's message; neither carries the key.
-    e.to_string()
 }
 
 /// Keyring calls block (D-Bus round trips, maybe an unlock prompt): off the async threads.
@@ -140,7 +136,7 @@ async fn os_lookup(origin: &str) -> Result<Lookup, AppError> {
         move || match entry(&origin).and_then(|e| e.get_password()) {
             Ok(key) => Lookup::Found(key),
             Err(keyring::Error::NoEntry) => Lookup::Absent,
-            Err(e) => Lookup::Unavailable(keyring_error(&e)),
+            Err(e) => Lookup::Unavailable(e.to_string()),
         },
     )
     .await
@@ -179,19 +175,31 @@ fn checked_key(url: &str, key: &str) -> Result<(String, String), AppError> {
     Ok((origin, key.to_owned()))
 }
 
-fn answered() -> KeyringState {
-    KeyringState {
-        available: true,
-        detail: None,
+impl KeyringState {
+    fn answered() -> KeyringState {
+        KeyringState {
+            available: true,
+            detail: None,
+        }
+    }
+
+    fn silent(detail: String) -> KeyringState {
+        KeyringState {
+            available: false,
+            detail: Some(detail),
+        }
     }
 }
 
-fn in_keyring(origin: String) -> EndpointKeyStatus {
-    EndpointKeyStatus {
-        origin,
-        stored_in: Some(KeyStore::OsKeyring),
-        keyring: answered(),
-        warning: None,
+impl EndpointKeyStatus {
+    /// The status of `origin`; a key held in memory always carries its warning.
+    fn new(origin: String, stored_in: Option<KeyStore>, keyring: KeyringState) -> Self {
+        EndpointKeyStatus {
+            warning: (stored_in == Some(KeyStore::Session)).then(|| session_warning(&origin)),
+            origin,
+            stored_in,
+            keyring,
+        }
     }
 }
 
@@ -208,7 +216,7 @@ async fn os_set(origin: &str, key: &str) -> Result<Result<(), String>, AppError>
     blocking(move || {
         entry(&origin)
             .and_then(|e| e.set_password(&key))
-            .map_err(|e| keyring_error(&e))
+            .map_err(|e| e.to_string())
     })
     .await
 }
@@ -219,7 +227,11 @@ async fn os_set(origin: &str, key: &str) -> Result<Result<(), String>, AppError>
 pub async fn keyring_set(url: &str, key: &str) -> Result<EndpointKeyStatus, AppError> {
     let (origin, key) = checked_key(url, key)?;
     match os_set(&origin, &key).await? {
-        Ok(()) => Ok(in_keyring(origin)),
+        Ok(()) => Ok(EndpointKeyStatus::new(
+            origin,
+            Some(KeyStore::OsKeyring),
+            KeyringState::answered(),
+        )),
         Err(detail) => Err(not_kept(&origin, &detail)),
     }
 }
@@ -227,24 +239,12 @@ pub async fn keyring_set(url: &str, key: &str) -> Result<EndpointKeyStatus, AppE
 /// Whether the OS keyring holds a key for the endpoint at `url`; never the key.
 pub async fn keyring_status(url: &str) -> Result<EndpointKeyStatus, AppError> {
     let origin = origin_of(url)?;
-    Ok(match os_lookup(&origin).await? {
-        Lookup::Found(_) => in_keyring(origin),
-        Lookup::Absent => EndpointKeyStatus {
-            origin,
-            stored_in: None,
-            keyring: answered(),
-            warning: None,
-        },
-        Lookup::Unavailable(detail) => EndpointKeyStatus {
-            origin,
-            stored_in: None,
-            keyring: KeyringState {
-                available: false,
-                detail: Some(detail),
-            },
-            warning: None,
-        },
-    })
+    let (stored_in, keyring) = match os_lookup(&origin).await? {
+        Lookup::Found(_) => (Some(KeyStore::OsKeyring), KeyringState::answered()),
+        Lookup::Absent => (None, KeyringState::answered()),
+        Lookup::Unavailable(detail) => (None, KeyringState::silent(detail)),
+    };
+    Ok(EndpointKeyStatus::new(origin, stored_in, keyring))
 }
 
 /// Removes the key for the endpoint at `url` from the OS keyring. Not finding one is not an
@@ -256,17 +256,15 @@ pub async fn keyring_forget(url: &str) -> Result<EndpointKeyStatus, AppError> {
         blocking(move || entry(&origin).and_then(|e| e.delete_credential())).await?
     };
     match removed {
-        Ok(()) | Err(keyring::Error::NoEntry) => Ok(EndpointKeyStatus {
+        Ok(()) | Err(keyring::Error::NoEntry) => Ok(EndpointKeyStatus::new(
             origin,
-            stored_in: None,
-            keyring: answered(),
-            warning: None,
-        }),
+            None,
+            KeyringState::answered(),
+        )),
         Err(e) => Err(AppError::new(
             ErrorCode::Storage,
             format!(
-                "no OS keyring answered ({}): a key for {origin} kept there could not be removed",
-                keyring_error(&e)
+                "no OS keyring answered ({e}): a key for {origin} kept there could not be removed"
             ),
         )),
     }
@@ -285,19 +283,19 @@ impl App {
             Ok(()) => {
                 // The keyring holds it now; an older in-memory key must not shadow it.
                 self.session_keys.remove(&origin);
-                Ok(in_keyring(origin))
+                Ok(EndpointKeyStatus::new(
+                    origin,
+                    Some(KeyStore::OsKeyring),
+                    KeyringState::answered(),
+                ))
             }
             Err(detail) if input.session_fallback => {
                 self.session_keys.insert(origin.clone(), key);
-                Ok(EndpointKeyStatus {
-                    warning: Some(session_warning(&origin)),
+                Ok(EndpointKeyStatus::new(
                     origin,
-                    stored_in: Some(KeyStore::Session),
-                    keyring: KeyringState {
-                        available: false,
-                        detail: Some(detail),
-                    },
-                })
+                    Some(KeyStore::Session),
+                    KeyringState::silent(detail),
+                ))
             }
             Err(detail) => Err(not_kept(&origin, &detail)),
         }
@@ -306,12 +304,12 @@ impl App {
     /// Where the key of the endpoint at `url` is kept, if anywhere; never the key. A key held in
     /// memory comes first: it is the one requests carry.
     pub async fn endpoint_key_status(&self, url: &str) -> Result<EndpointKeyStatus, AppError> {
-        let mut status = keyring_status(url).await?;
-        if self.session_keys.get(&status.origin).is_some() {
-            status.stored_in = Some(KeyStore::Session);
-            status.warning = Some(session_warning(&status.origin));
-        }
-        Ok(status)
+        let status = keyring_status(url).await?;
+        Ok(if self.session_keys.get(&status.origin).is_some() {
+            EndpointKeyStatus::new(status.origin, Some(KeyStore::Session), status.keyring)
+        } else {
+            status
+        })
     }
 
     /// Removes the endpoint's key from memory and from the OS keyring.
@@ -320,15 +318,11 @@ impl App {
         let in_memory = self.session_keys.remove(&origin);
         match keyring_forget(url).await {
             // The key requests carried is gone; the keyring's silence is reported, not raised.
-            Err(e) if in_memory => Ok(EndpointKeyStatus {
+            Err(e) if in_memory => Ok(EndpointKeyStatus::new(
                 origin,
-                stored_in: None,
-                keyring: KeyringState {
-                    available: false,
-                    detail: Some(e.message),
-                },
-                warning: None,
-            }),
+                None,
+                KeyringState::silent(e.message),
+            )),
             other => other,
         }
     }
