@@ -90,11 +90,6 @@ pub fn dispatch_benchmark() -> Result<Vec<Row>, String> {
         ),
         Err(e) => (format!("Python asyncio + aiohttp: {python}: {e}"), None),
     };
-    let anchor_name = anchor_name
-        .replace("python ", "Python ")
-        .chars()
-        .take(40)
-        .collect::<String>();
     let mut rows: Vec<Row> = ["p50", "p99", "max"]
         .iter()
         .enumerate()

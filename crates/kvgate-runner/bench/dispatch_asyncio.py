@@ -104,7 +104,7 @@ def main():
     print(
         json.dumps(
             {
-                "client": f"python {sys.version.split()[0]} asyncio + aiohttp {aiohttp.__version__}",
+                "client": f"Python {sys.version.split()[0]} asyncio + aiohttp {aiohttp.__version__}",
                 "url": base,
                 "rate": args.rate,
                 "seconds": args.seconds,
