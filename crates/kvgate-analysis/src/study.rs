@@ -142,9 +142,15 @@ pub async fn load_study(store: &Store, study_id: i64) -> Result<StudyInput, Load
             kvgate_store::RunKind::Load => RunKind::Load,
         };
         run_slot.insert(run.id, (ci, cell.runs.len()));
+        // Imports record whether their rows sit on one clock; KV Gate's own runs always do.
+        let clocked = serde_json::from_str::<Value>(&run.config_json)
+            .ok()
+            .and_then(|c| c["import"]["clocked"].as_bool())
+            .unwrap_or(true);
         cell.runs.push(RunInput {
             run_id: run.id,
             kind,
+            clocked,
             requests: Vec::new(),
         });
     }

@@ -27,8 +27,8 @@ use kvgate_formats::prometheus::{observed_from_cache_config_info, parse_expositi
 use kvgate_formats::run_file::parse_run_file;
 use kvgate_formats::startup_log::parse_startup_log;
 use kvgate_store::{
-    rfc3339_from_unix_ms, AggregateRow, ImportRecord, ImportedRun, MetricScrapeRow, NewImport,
-    NewRun, RunEvidence, RunKind, RunState, StoredRequest,
+    rfc3339_from_unix_ms, AggregateRow, ImportRecord, ImportedRequest, ImportedRun,
+    MetricScrapeRow, NewImport, NewRun, RunEvidence, RunKind, RunState, StoredRequest,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -448,17 +448,23 @@ fn figures(run: &ParsedRun) -> Vec<ImportFigure> {
 }
 
 fn run_preview(run: &ParsedRun) -> ImportRunPreview {
-    let ok = run
-        .requests
-        .iter()
-        .filter(|r| r.status == RequestStatus::Ok)
-        .count() as u64;
+    // Counted as the store counts them: warm-up and cool-down rows are not measured.
+    let unmeasured: std::collections::HashSet<u32> = run.unmeasured.iter().copied().collect();
+    let measured = || {
+        run.requests
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !unmeasured.contains(&(*i as u32)))
+            .map(|(_, r)| r)
+    };
+    let ok = measured().filter(|r| r.status == RequestStatus::Ok).count() as u64;
+    let measured = measured().count() as u64;
     ImportRunPreview {
         label: run.label.clone(),
         granularity: run.granularity.as_str().to_owned(),
         requests: run.requests.len() as u64,
         ok,
-        failed: run.requests.len() as u64 - ok,
+        failed: measured - ok,
         aggregates: run.aggregates.len() as u64,
         scrapes: run.scrapes.len() as u64,
         evidence: run.evidence.len() as u64,
@@ -936,7 +942,7 @@ impl App {
         manifest_id: i64,
         manifest: &Manifest,
         warnings: &mut Vec<ImportWarning>,
-    ) -> Result<Vec<ImportedRun>, AppError> {
+    ) -> Result<Vec<ImportedRun<ImportedRequest>>, AppError> {
         let profile = EngineProfile::for_engine(&manifest.engine);
         let mut runs = Vec::with_capacity(parsed.runs.len());
         let count = parsed.runs.len();
@@ -973,6 +979,8 @@ impl App {
                     "source_sha256": read.sha256,
                     "run": i,
                     "granularity": run.granularity.as_str(),
+                    "clocked": run.clocked,
+                    "unmeasured_rows": run.unmeasured.len(),
                 },
                 "source_config": run.config,
                 "metadata": run.metadata,
@@ -1014,8 +1022,18 @@ impl App {
                     Some("aggregates only: the source publishes no per-request rows".to_owned())
                 }
                 Granularity::Evidence => Some("evidence only: no requests".to_owned()),
+                Granularity::PerRequest if !run.clocked => Some(
+                    "unclocked: the source gives no send times; rows feed latency percentiles and pairs, never goodput"
+                        .to_owned(),
+                ),
                 Granularity::PerRequest => None,
             };
+            let mut unmeasured = vec![false; run.requests.len()];
+            for &i in &run.unmeasured {
+                if let Some(flag) = unmeasured.get_mut(i as usize) {
+                    *flag = true;
+                }
+            }
             runs.push(ImportedRun {
                 run: NewRun {
                     study_id: read.input.study_id,
@@ -1036,7 +1054,11 @@ impl App {
                 planned: run.planned,
                 note,
                 // Moved, not copied: a million-request file is held once.
-                requests: std::mem::take(&mut run.requests),
+                requests: std::mem::take(&mut run.requests)
+                    .into_iter()
+                    .zip(unmeasured)
+                    .map(|(record, warmup)| ImportedRequest { record, warmup })
+                    .collect(),
                 evidence,
                 scrapes: scrape_rows,
                 aggregates: run

@@ -71,6 +71,9 @@ pub enum RunKind {
 pub struct RunInput {
     pub run_id: i64,
     pub kind: RunKind,
+    /// False for imported per-request rows without send times: each is timed from its own
+    /// send, so arrivals are unknown and the run never enters goodput.
+    pub clocked: bool,
     pub requests: Vec<RequestRow>,
 }
 
@@ -657,10 +660,10 @@ fn run_goodput(policy: &Policy, run: &RunInput) -> Vec<RunGoodput> {
 }
 
 fn goodput(policy: &Policy, cell: &CellInput) -> (BTreeMap<String, ClassGoodput>, RepeatSummary) {
-    let has_load = cell.runs.iter().any(|r| r.kind == RunKind::Load);
-    let runs: Vec<&RunInput> = cell
-        .runs
-        .iter()
+    // Goodput needs arrivals: unclocked runs are left out, whatever their kind.
+    let clocked = || cell.runs.iter().filter(|r| r.clocked);
+    let has_load = clocked().any(|r| r.kind == RunKind::Load);
+    let runs: Vec<&RunInput> = clocked()
         .filter(|r| !has_load || r.kind == RunKind::Load)
         .filter(|r| !r.requests.is_empty())
         .collect();

@@ -58,6 +58,7 @@ fn load(run_id: i64, requests: Vec<RequestRow>) -> RunInput {
     RunInput {
         run_id,
         kind: RunKind::Load,
+        clocked: true,
         requests,
     }
 }
@@ -228,6 +229,39 @@ fn a_run_without_verdicts_counts_slos_only_and_says_so() {
 }
 
 #[test]
+fn an_unclocked_run_feeds_latency_but_never_goodput() {
+    // Per-request rows without send times (an old vLLM bench file): each is timed from its own
+    // send at 0 ms, so all would "arrive" at once and fit any cohort. They must not count.
+    let p = policy(SEGMENTS);
+    let mut unclocked = load(1, goodput_run());
+    unclocked.clocked = false;
+    let input = StudyInput {
+        items: Vec::new(),
+        cells: vec![cell("B0", TestCell::B0, vec![unclocked.clone()])],
+    };
+    let a = analyze(&p, &input);
+    for g in a.cells[0].goodput.values() {
+        assert!(
+            g.runs.is_empty() && g.cohort == 0 && g.per_s.is_none(),
+            "{g:?}"
+        );
+    }
+    assert_eq!(a.cells[0].latency["short"].ttft_ms.count, 6);
+    // Beside a clocked run, only the clocked run is goodput.
+    let input = StudyInput {
+        items: Vec::new(),
+        cells: vec![cell(
+            "B0",
+            TestCell::B0,
+            vec![unclocked, load(2, goodput_run())],
+        )],
+    };
+    let g = &analyze(&p, &input).cells[0].goodput["short"];
+    assert_eq!((g.cohort, g.good), (7, 2));
+    assert_eq!(g.runs.len(), 1);
+}
+
+#[test]
 fn repeats_give_mean_sd_and_an_interval() {
     let p = policy(SEGMENTS);
     let one = |id| {
@@ -287,6 +321,7 @@ fn quality(run_id: i64, verdicts: &[bool]) -> RunInput {
     RunInput {
         run_id,
         kind: RunKind::Quality,
+        clocked: true,
         requests: verdicts
             .iter()
             .enumerate()

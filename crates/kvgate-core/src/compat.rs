@@ -77,6 +77,10 @@ pub struct ObservedEngine {
     #[serde(default)]
     #[ts(type = "number | null")]
     pub kv_cells: Option<u64>,
+    /// The evidence says the engine did not start (quoted with its line): never valid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub startup_failure: Option<String>,
     /// Where each fact came from, e.g. `kv_dtype: startup log line 150`.
     #[serde(default)]
     pub sources: Vec<String>,
@@ -98,6 +102,7 @@ impl ObservedEngine {
             && self.kv_cache_mib.is_none()
             && self.kv_cache_tokens.is_none()
             && self.kv_cells.is_none()
+            && self.startup_failure.is_none()
             && self.conflicts.is_empty()
     }
 
@@ -170,6 +175,9 @@ impl ObservedEngine {
             |a, b| a == b,
             &mut conflicts,
         );
+        if self.startup_failure.is_none() {
+            self.startup_failure = other.startup_failure;
+        }
         for line in other.default_scale_lines {
             if !self.default_scale_lines.contains(&line) {
                 self.default_scale_lines.push(line);
@@ -224,7 +232,7 @@ pub struct CompatProblem {
 }
 
 impl CompatProblem {
-    fn new(
+    pub fn new(
         field: impl Into<String>,
         expected: impl Into<String>,
         found: impl Into<String>,
@@ -276,6 +284,14 @@ pub fn check_compatibility(manifest: &Manifest, observed: Option<&ObservedEngine
             "missing startup evidence: invalid — compatibility evidence missing",
         )),
         Some(o) => {
+            if let Some(failure) = &o.startup_failure {
+                problems.push(CompatProblem::new(
+                    "startup",
+                    "an engine that started",
+                    failure.clone(),
+                    "the engine failed to start: this evidence shows no running cell",
+                ));
+            }
             problems.extend(o.conflicts.iter().cloned());
             match manifest.engine {
                 Engine::Vllm => {
@@ -727,6 +743,31 @@ mod tests {
             ..ObservedEngine::default()
         };
         assert!(!check_compatibility(&load(B0_JSON), Some(&only_sources)).valid);
+    }
+
+    #[test]
+    fn a_failed_startup_is_never_valid_evidence() {
+        // Everything a C1 cell needs, from a log whose engine then failed to start.
+        let failed = ObservedEngine {
+            startup_failure: Some(
+                "line 77: INFO [gpu_worker.py:375] Available KV cache memory: -2.51 GiB".into(),
+            ),
+            ..vllm_fp8(true)
+        };
+        let v = check_compatibility(&load(C1_JSON), Some(&failed));
+        assert!(!v.valid);
+        assert_eq!(fields(&v), ["startup"]);
+        assert!(v.problems[0].found.contains("-2.51 GiB"));
+        assert!(v.problems[0].reason.contains("failed to start"));
+        // A failure alone is evidence too: of an invalid cell, not of a missing one.
+        let only = ObservedEngine {
+            startup_failure: failed.startup_failure.clone(),
+            ..ObservedEngine::default()
+        };
+        assert!(fields(&check_compatibility(&load(B0_JSON), Some(&only))).contains(&"startup"));
+        // Merged with a scrape of another start, the failure stays.
+        let merged = vllm_fp8(true).merge(failed);
+        assert!(merged.startup_failure.is_some());
     }
 
     #[test]

@@ -189,6 +189,48 @@ impl EngineProfile {
         }
     }
 
+    /// The prefix of this engine's metric names.
+    pub fn prefix(self) -> &'static str {
+        match self {
+            EngineProfile::Vllm => "vllm:",
+            EngineProfile::LlamaCpp => "llamacpp:",
+        }
+    }
+
+    /// The engine whose prefix a metric name carries.
+    pub fn of_name(name: &str) -> Option<EngineProfile> {
+        [EngineProfile::Vllm, EngineProfile::LlamaCpp]
+            .into_iter()
+            .find(|p| name.starts_with(p.prefix()))
+    }
+
+    /// Whether KV Gate knows a metric family of this engine (a `# TYPE` name or a sample
+    /// name): read into the canonical vocabulary, or recognised and deliberately not read
+    /// (engine-wide histograms, which are never split across request classes; configuration
+    /// gauges; cost estimates). Names of every vLLM version seen in real scrapes are here, so a
+    /// name outside this list is a new one, reported on import rather than dropped silently.
+    pub fn knows_family(self, family: &str) -> bool {
+        let mut base = family;
+        for suffix in ["_created", "_bucket", "_sum", "_count"] {
+            if let Some(b) = base.strip_suffix(suffix) {
+                base = b;
+                break;
+            }
+        }
+        let read = CanonicalMetric::ALL.into_iter().any(|m| {
+            self.source_names(m)
+                .iter()
+                .any(|n| *n == base || n.strip_suffix("_total") == Some(base))
+        });
+        let recognised = match self {
+            EngineProfile::Vllm => VLLM_RECOGNISED,
+            EngineProfile::LlamaCpp => LLAMACPP_RECOGNISED,
+        };
+        read || recognised
+            .iter()
+            .any(|n| *n == base || n.strip_suffix("_total") == Some(base))
+    }
+
     /// The metric a sample name carries on this engine, with its position in
     /// [`source_names`](Self::source_names) (0 = current name).
     pub fn metric_for(self, name: &str) -> Option<(CanonicalMetric, usize)> {
@@ -200,6 +242,66 @@ impl EngineProfile {
         })
     }
 }
+
+/// vLLM families recognised and not read as canonical metrics (vLLM 0.6 … 0.29 scrapes).
+const VLLM_RECOGNISED: &[&str] = &[
+    "vllm:cache_config_info",
+    "vllm:engine_sleep_state",
+    "vllm:num_requests_waiting_by_reason",
+    "vllm:num_requests_swapped",
+    "vllm:cpu_cache_usage_perc",
+    "vllm:cpu_prefix_cache_hit_rate",
+    "vllm:gpu_prefix_cache_hit_rate",
+    "vllm:estimated_flops_per_gpu_total",
+    "vllm:estimated_read_bytes_per_gpu_total",
+    "vllm:estimated_write_bytes_per_gpu_total",
+    "vllm:external_prefix_cache_queries_total",
+    "vllm:external_prefix_cache_hits_total",
+    "vllm:mm_cache_queries_total",
+    "vllm:mm_cache_hits_total",
+    "vllm:prompt_tokens_by_source_total",
+    "vllm:request_prompt_tokens",
+    "vllm:request_generation_tokens",
+    "vllm:iteration_tokens_total",
+    "vllm:request_max_num_generation_tokens",
+    "vllm:request_params_n",
+    "vllm:request_params_max_tokens",
+    "vllm:request_params_best_of",
+    "vllm:time_to_first_token_seconds",
+    "vllm:time_per_output_token_seconds",
+    "vllm:inter_token_latency_seconds",
+    "vllm:request_time_per_output_token_seconds",
+    "vllm:e2e_request_latency_seconds",
+    "vllm:request_queue_time_seconds",
+    "vllm:request_inference_time_seconds",
+    "vllm:request_prefill_time_seconds",
+    "vllm:request_decode_time_seconds",
+    "vllm:request_prefill_kv_computed_tokens",
+    "vllm:avg_prompt_throughput_toks_per_s",
+    "vllm:avg_generation_throughput_toks_per_s",
+    "vllm:spec_decode_draft_acceptance_rate",
+    "vllm:spec_decode_efficiency",
+    "vllm:spec_decode_num_accepted_tokens_total",
+    "vllm:spec_decode_num_draft_tokens_total",
+    "vllm:spec_decode_num_drafts_total",
+    "vllm:spec_decode_num_emitted_tokens_total",
+    "vllm:spec_decode_num_accepted_tokens_per_pos_total",
+    "vllm:lora_requests_info",
+    "vllm:kv_cache_usage_perc",
+];
+
+/// llama.cpp families recognised and not read as canonical metrics.
+const LLAMACPP_RECOGNISED: &[&str] = &[
+    "llamacpp:n_tokens_max",
+    "llamacpp:prompt_tokens_seconds",
+    "llamacpp:predicted_tokens_seconds",
+    "llamacpp:n_busy_slots_per_decode",
+    "llamacpp:kv_cache_usage_ratio",
+    "llamacpp:kv_cache_tokens",
+    "llamacpp:spec_decode_num_draft_tokens_total",
+    "llamacpp:spec_decode_num_accepted_tokens_total",
+    "llamacpp:spec_decode_num_drafts_total",
+];
 
 /// One scrape's samples in the canonical vocabulary.
 ///

@@ -54,6 +54,29 @@ pub struct StartupEvidence {
     pub kv_cache_dtype: Option<Found<String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub llama_kv_cache: Option<Found<LlamaKvCache>>,
+    /// llama.cpp's further KV caches of the same start (one per cache type: a model with
+    /// sliding-window layers prints a full-attention and a sliding-window cache). Each counts
+    /// toward the KV memory.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub more_llama_kv_caches: Vec<Found<LlamaKvCache>>,
+    /// Where each server start begins (llama.cpp's `system_info:` line): a log holding more
+    /// than one start cannot say which engine a run talked to.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[ts(as = "Vec<f64>")]
+    pub starts: Vec<usize>,
+    /// vLLM's version as the engine printed it (`Initializing a V1 LLM engine (v0.29.0)`,
+    /// `vLLM API server version 0.10.1.1`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub engine_version: Option<Found<String>>,
+    /// The model the engine loaded (vLLM's engine config `model='…'`, llama.cpp's
+    /// `general.name`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<Found<String>>,
+    /// The first line saying the engine did not start (`EngineCore failed to start`, a negative
+    /// `Available KV cache memory`, `No available memory for the cache blocks`, llama.cpp
+    /// `failed to load model`): such a log is never valid compatibility evidence.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub startup_failure: Option<Found<String>>,
     /// vLLM `Available KV cache memory: X GiB`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub available_kv_cache_gib: Option<Found<f64>>,
@@ -80,81 +103,279 @@ const DEFAULT_SCALE_SIGNATURES: [&str; 3] = [
 /// logs carry much else, and versions drift.
 pub fn parse_startup_log(text: &str) -> StartupEvidence {
     let mut ev = StartupEvidence::default();
-    for (index, raw) in text.lines().enumerate() {
+    // vLLM's engine configuration line: `kv_cache_dtype=auto` follows the model `dtype=…`.
+    let mut auto_kv: Option<(String, usize, String)> = None;
+    // FlashInfer's resolved line states the cache dtype the kernels use.
+    let mut resolved_kv: Option<Found<String>> = None;
+    let lines: Vec<&str> = text.lines().collect();
+    for (index, raw) in lines.iter().enumerate() {
         let line = index + 1;
-        let trimmed = raw.trim();
-        if let Some(rest) = after(trimmed, "Using ") {
-            if let Some(backend) = rest.strip_suffix_at(" attention backend") {
+        let clean = strip_ansi(raw);
+        // A captured terminal keeps progress-bar redraws as `\r`-separated segments on one
+        // line: each segment is what the terminal showed at one moment.
+        for segment in clean.split('\r') {
+            let trimmed = segment.trim();
+            if trimmed.is_empty() {
+                continue;
+            }
+            if let Some(backend) = vllm_backend(trimmed) {
                 ev.attention_backend
-                    .get_or_insert(at(backend.trim().to_owned(), line, trimmed));
+                    .get_or_insert(at(backend, line, trimmed));
             }
-        }
-        if trimmed.contains("Using Flash Attention backend") {
-            ev.attention_backend
-                .get_or_insert(at("FLASH_ATTN".to_owned(), line, trimmed));
-        }
-        if let Some(rest) = after(trimmed, "Using FlashAttention version ") {
-            if let Ok(v) = leading_number(rest).parse() {
-                ev.flash_attention_version
-                    .get_or_insert(at(v, line, trimmed));
+            if trimmed.contains("system_info:") {
+                ev.starts.push(line);
             }
-        }
-        if let Some(rest) = after(trimmed, "Using ") {
-            if let Some(dtype) = rest.strip_suffix_at(" data type to store kv cache") {
-                ev.kv_cache_dtype
-                    .get_or_insert(at(dtype.trim().to_owned(), line, trimmed));
+            if let Some(version) = engine_version(trimmed) {
+                ev.engine_version.get_or_insert(at(version, line, trimmed));
             }
-        }
-        if let Some(rest) = after(trimmed, "Available KV cache memory:") {
-            if let Ok(v) = leading_number(rest.trim()).replace(',', "").parse() {
-                ev.available_kv_cache_gib
-                    .get_or_insert(at(v, line, trimmed));
-            }
-        }
-        if let Some(rest) = after(trimmed, "GPU KV cache size:") {
-            if let Ok(v) = leading_number(rest.trim()).replace(',', "").parse() {
-                ev.kv_cache_tokens.get_or_insert(at(v, line, trimmed));
-            }
-        }
-        if let Some(rest) = after(trimmed, "Maximum concurrency for ") {
-            let tokens = leading_number(rest).replace(',', "");
-            let factor =
-                after(rest, "per request:").map(|r| leading_number(r.trim()).replace(',', ""));
-            if let (Ok(t), Some(Ok(f))) = (tokens.parse(), factor.map(|f| f.parse())) {
-                ev.max_concurrency.get_or_insert(at((t, f), line, trimmed));
-            }
-        }
-        if let Some(kv) = parse_llama_kv_cache(trimmed) {
-            ev.kv_cache_dtype
-                .get_or_insert(at(kv.k_type.clone(), line, trimmed));
-            ev.llama_kv_cache.get_or_insert(at(kv, line, trimmed));
-        }
-        let flash = after(trimmed, "llama_context: flash_attn")
-            .filter(|rest| rest.starts_with([' ', '=']))
-            .or_else(|| after(trimmed, "Flash Attention was auto, set to"));
-        if let Some(rest) = flash {
-            let setting = rest.trim_start_matches([' ', '=']);
-            let enabled = if setting.starts_with("enabled") {
-                Some(true)
-            } else if setting.starts_with("disabled") {
-                Some(false)
-            } else {
-                None
-            };
-            if let Some(enabled) = enabled {
-                ev.flash_attention.get_or_insert(at(enabled, line, trimmed));
-                if enabled {
-                    ev.attention_backend
-                        .get_or_insert(at("flash_attn".to_owned(), line, trimmed));
+            if trimmed.contains("LLM engine (") && ev.model.is_none() {
+                let config = engine_config(&lines, index);
+                if let Some(model) = quoted_after(&config, " model='") {
+                    ev.model = Some(at(model, line, trimmed));
+                }
+                if let (Some(kv), Some(dtype)) = (
+                    word_after(&config, " kv_cache_dtype="),
+                    word_after(&config, " dtype=torch."),
+                ) {
+                    if kv == "auto" {
+                        auto_kv = Some((dtype, line, trimmed.to_owned()));
+                    }
                 }
             }
-        }
-        if DEFAULT_SCALE_SIGNATURES.iter().any(|s| trimmed.contains(s)) {
-            ev.default_scale_lines
-                .push(at(trimmed.to_owned(), line, trimmed));
+            if let Some(name) = after(trimmed, "general.name").and_then(|r| after(r, "= ")) {
+                ev.model
+                    .get_or_insert(at(name.trim().to_owned(), line, trimmed));
+            }
+            if trimmed.contains("FlashInfer resolved") {
+                if let Some(dtype) = word_after(trimmed, "kv_cache_dtype=torch.") {
+                    resolved_kv.get_or_insert(at(torch_kv_dtype(&dtype), line, trimmed));
+                }
+            }
+            if ev.startup_failure.is_none() && is_startup_failure(trimmed) {
+                ev.startup_failure = Some(at(trimmed.to_owned(), line, trimmed));
+            }
+            if let Some(rest) = after(trimmed, "Using FlashAttention version ") {
+                if let Ok(v) = leading_number(rest).parse() {
+                    ev.flash_attention_version
+                        .get_or_insert(at(v, line, trimmed));
+                }
+            }
+            if let Some(rest) = after(trimmed, "Using ") {
+                if let Some(dtype) = rest.strip_suffix_at(" data type to store kv cache") {
+                    ev.kv_cache_dtype
+                        .get_or_insert(at(dtype.trim().to_owned(), line, trimmed));
+                }
+            }
+            if let Some(rest) = after(trimmed, "Available KV cache memory:") {
+                let rest = rest.trim();
+                if rest.starts_with('-') {
+                    // A negative budget: the engine found no room for a KV cache and stops.
+                    ev.startup_failure
+                        .get_or_insert(at(trimmed.to_owned(), line, trimmed));
+                } else if let Ok(v) = leading_number(rest).replace(',', "").parse() {
+                    ev.available_kv_cache_gib
+                        .get_or_insert(at(v, line, trimmed));
+                }
+            }
+            if let Some(rest) = after(trimmed, "GPU KV cache size:") {
+                if let Ok(v) = leading_number(rest.trim()).replace(',', "").parse() {
+                    ev.kv_cache_tokens.get_or_insert(at(v, line, trimmed));
+                }
+            }
+            if let Some(rest) = after(trimmed, "Maximum concurrency for ") {
+                let tokens = leading_number(rest).replace(',', "");
+                let factor =
+                    after(rest, "per request:").map(|r| leading_number(r.trim()).replace(',', ""));
+                if let (Ok(t), Some(Ok(f))) = (tokens.parse(), factor.map(|f| f.parse())) {
+                    ev.max_concurrency.get_or_insert(at((t, f), line, trimmed));
+                }
+            }
+            if let Some(kv) = parse_llama_kv_cache(trimmed) {
+                ev.kv_cache_dtype
+                    .get_or_insert(at(kv.k_type.clone(), line, trimmed));
+                if ev.llama_kv_cache.is_none() {
+                    ev.llama_kv_cache = Some(at(kv, line, trimmed));
+                } else {
+                    ev.more_llama_kv_caches.push(at(kv, line, trimmed));
+                }
+            }
+            let flash = after(trimmed, "llama_context: flash_attn")
+                .filter(|rest| rest.starts_with([' ', '=']))
+                .or_else(|| after(trimmed, "Flash Attention was auto, set to"));
+            if let Some(rest) = flash {
+                let setting = rest.trim_start_matches([' ', '=']);
+                let enabled = if setting.starts_with("enabled") {
+                    Some(true)
+                } else if setting.starts_with("disabled") {
+                    Some(false)
+                } else {
+                    None
+                };
+                if let Some(enabled) = enabled {
+                    ev.flash_attention.get_or_insert(at(enabled, line, trimmed));
+                    if enabled {
+                        ev.attention_backend.get_or_insert(at(
+                            "flash_attn".to_owned(),
+                            line,
+                            trimmed,
+                        ));
+                    }
+                }
+            }
+            if DEFAULT_SCALE_SIGNATURES.iter().any(|s| trimmed.contains(s)) {
+                ev.default_scale_lines
+                    .push(at(trimmed.to_owned(), line, trimmed));
+            }
         }
     }
+    // No `Using … data type to store kv cache` line: the kernels' own statement, else `auto`
+    // resolved to the model dtype the engine configuration names.
+    if ev.kv_cache_dtype.is_none() {
+        ev.kv_cache_dtype =
+            resolved_kv.or_else(|| auto_kv.map(|(dtype, line, text)| at(dtype, line, &text)));
+    }
     ev
+}
+
+/// The attention backend a vLLM line says was selected, in each wording vLLM has printed:
+/// `Using FLASH_ATTN attention backend out of potential backends: …` (0.10+),
+/// `Using AttentionBackendEnum.FLASHINFER backend.` (0.29), `Using FLASH_ATTN backend.`,
+/// `Using Flash Attention backend on V1 engine.`, `Using Triton backend on V1 engine.`,
+/// `Using Flash Attention backend.` (XPU). Backends of other parts of a model (`… for vit
+/// attention`, `… Fp8 MoE backend …`) are not the decoder's attention backend.
+fn vllm_backend(line: &str) -> Option<String> {
+    let rest = after(line, "Using ")?;
+    if let Some(name) = rest.strip_suffix_at(" attention backend") {
+        return Some(backend_name(name.trim())?);
+    }
+    let end = rest.find(" backend")?;
+    let tail = &rest[end + " backend".len()..];
+    let sentence_ends = tail.is_empty()
+        || tail.starts_with('.')
+        || tail.starts_with(" on V1 engine")
+        || tail.starts_with(" on V0 engine");
+    if !sentence_ends {
+        return None;
+    }
+    backend_name(rest[..end].trim())
+}
+
+/// vLLM's backend names: an enum member (`AttentionBackendEnum.FLASHINFER` → `FLASHINFER`), an
+/// upper-case name as printed, or the prose names older versions printed.
+fn backend_name(name: &str) -> Option<String> {
+    let name = name.strip_prefix("AttentionBackendEnum.").unwrap_or(name);
+    let upper = |c: char| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_';
+    if !name.is_empty() && name.chars().all(upper) {
+        return Some(name.to_owned());
+    }
+    let known = [
+        ("Flash Attention", "FLASH_ATTN"),
+        ("FlashAttention", "FLASH_ATTN"),
+        ("Triton", "TRITON_ATTN"),
+        ("FlashInfer", "FLASHINFER"),
+        ("XFormers", "XFORMERS"),
+        ("Torch SDPA", "TORCH_SDPA"),
+        ("FlexAttention", "FLEX_ATTENTION"),
+        ("ROCmFlashAttention", "ROCM_FLASH"),
+    ];
+    known
+        .iter()
+        .find(|(prose, _)| *prose == name)
+        .map(|(_, id)| (*id).to_owned())
+}
+
+/// vLLM's engine configuration line, with the lines a terminal copy hard-wrapped it into
+/// joined back (a wrapped piece does not start like a log line: `(EngineCore …`, a level, `[`).
+fn engine_config(lines: &[&str], index: usize) -> String {
+    let mut config = strip_ansi(lines[index]).into_owned();
+    for next in lines.iter().skip(index + 1).take(64) {
+        let next = strip_ansi(next);
+        let starts_a_record = next.is_empty()
+            || next.starts_with('(')
+            || next.starts_with('[')
+            || ["INFO", "WARNING", "ERROR", "DEBUG"]
+                .iter()
+                .any(|level| next.starts_with(level));
+        if starts_a_record {
+            break;
+        }
+        config.push_str(&next);
+    }
+    config
+}
+
+/// `Initializing a V1 LLM engine (v0.29.0) with config` or `vLLM API server version 0.10.1.1`.
+fn engine_version(line: &str) -> Option<String> {
+    if let Some(rest) = after(line, "LLM engine (v") {
+        let version: String = rest.chars().take_while(|c| *c != ')').collect();
+        return (!version.is_empty() && rest.len() > version.len()).then_some(version);
+    }
+    let rest = after(line, "vLLM API server version ")?;
+    let version = rest.split_whitespace().next()?;
+    Some(version.to_owned())
+}
+
+/// Lines that say the engine did not start.
+fn is_startup_failure(line: &str) -> bool {
+    const SIGNATURES: [&str; 5] = [
+        "EngineCore failed to start",
+        "No available memory for the cache blocks",
+        "Engine core initialization failed",
+        "failed to load model",
+        "unable to load model",
+    ];
+    SIGNATURES.iter().any(|s| line.contains(s))
+}
+
+/// Torch's dtype names as vLLM's KV dtype names.
+fn torch_kv_dtype(dtype: &str) -> String {
+    match dtype {
+        "float8_e4m3fn" | "float8_e4m3fnuz" => "fp8_e4m3".to_owned(),
+        "float8_e5m2" | "float8_e5m2fnuz" => "fp8_e5m2".to_owned(),
+        "float16" | "half" => "float16".to_owned(),
+        other => other.to_owned(),
+    }
+}
+
+/// The identifier after `key` (letters, digits, `_`, `.`), e.g. `auto` in `kv_cache_dtype=auto,`.
+fn word_after(hay: &str, key: &str) -> Option<String> {
+    let rest = after(hay, key)?;
+    let word: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '.')
+        .collect();
+    (!word.is_empty()).then_some(word)
+}
+
+/// The text between `key` (ending in a quote) and the next `'`.
+fn quoted_after(hay: &str, key: &str) -> Option<String> {
+    let rest = after(hay, key)?;
+    let end = rest.find('\'')?;
+    Some(rest[..end].to_owned())
+}
+
+/// The line without terminal colour codes (`ESC [ … m`), which some captured logs keep.
+fn strip_ansi(line: &str) -> std::borrow::Cow<'_, str> {
+    if !line.contains('\u{1b}') {
+        return std::borrow::Cow::Borrowed(line);
+    }
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            if chars.peek() == Some(&'[') {
+                chars.next();
+                for d in chars.by_ref() {
+                    if d.is_ascii_alphabetic() {
+                        break;
+                    }
+                }
+            }
+            continue;
+        }
+        out.push(c);
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 impl StartupEvidence {
@@ -184,6 +405,30 @@ impl StartupEvidence {
                 "k_cache_dtype, v_cache_dtype, kv_cache_mib, kv_cells",
                 kv.line,
             );
+            // Every cache counts toward the KV memory; the token positions one sequence can
+            // hold are those of the largest cache (the full-attention one).
+            for more in &self.more_llama_kv_caches {
+                o.kv_cache_mib = o.kv_cache_mib.map(|m| round2(m + more.value.size_mib));
+                o.kv_cells = o.kv_cells.max(Some(more.value.cells));
+                source("kv_cache_mib, kv_cells", more.line);
+                for (side, first, other) in [
+                    ("k_cache_dtype", &kv.value.k_type, &more.value.k_type),
+                    ("v_cache_dtype", &kv.value.v_type, &more.value.v_type),
+                ] {
+                    if first != other {
+                        o.conflicts.push(kvgate_core::compat::CompatProblem::new(
+                            format!("evidence.{side}"),
+                            format!("`{first}` (line {})", kv.line),
+                            format!("`{other}` (line {})", more.line),
+                            "the engine's KV caches are stored in different types",
+                        ));
+                    }
+                }
+            }
+        }
+        if let Some(f) = &self.startup_failure {
+            o.startup_failure = Some(format!("line {}: {}", f.line, f.text));
+            source("startup_failure", f.line);
         }
         if let Some(d) = &self.kv_cache_dtype {
             let from_llama_line = self
@@ -211,6 +456,11 @@ impl StartupEvidence {
         }
         o
     }
+}
+
+/// MiB as llama.cpp prints them (two decimals), so a sum is not shown as 1063.9999999.
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
 }
 
 fn at<T>(value: T, line: usize, text: &str) -> Found<T> {
@@ -490,6 +740,126 @@ INFO 08-12 10:00:09 [kv_cache_utils.py:874] Maximum concurrency for 16,384 token
             check_compatibility(&c3, Some(&o)).problems[0].field,
             "skipped_layers"
         );
+    }
+
+    // Synthetic lines reproducing what real logs of vLLM 0.10 … 0.29 and llama.cpp wrote
+    // (`../shared/realdata/field/`, read by the formats tests where present).
+
+    #[test]
+    fn every_backend_wording_vllm_printed_is_read() {
+        for (line, backend) in [
+            ("(EngineCore pid=1) INFO [cuda.py:432] Using AttentionBackendEnum.FLASHINFER backend.", "FLASHINFER"),
+            ("INFO [cuda.py:323] Using Triton backend on V1 engine.\u{1b}[32m [repeated 3x across cluster]\u{1b}[0m", "TRITON_ATTN"),
+            ("\u{1b}[0;36m(Worker_TP2 pid=3)\u{1b}[0;0m INFO [xpu.py:77] Using Flash Attention backend.", "FLASH_ATTN"),
+            ("INFO Using FLASH_ATTN backend.", "FLASH_ATTN"),
+            ("INFO Using FlashInfer backend.", "FLASHINFER"),
+            ("INFO [cuda.py:351] Using FLASHINFER attention backend out of potential backends: ('FLASHINFER', 'TRITON_ATTN')", "FLASHINFER"),
+        ] {
+            let ev = parse_startup_log(line);
+            let found = ev.attention_backend.unwrap_or_else(|| panic!("{line}"));
+            assert_eq!(found.value, backend, "{line}");
+            assert!(!found.text.contains('\u{1b}'), "{}", found.text);
+        }
+        // Other parts of a model name their own backends: not the decoder's.
+        for line in [
+            "INFO [cuda.py:390] Using backend AttentionBackendEnum.FLASH_ATTN for vit attention",
+            "INFO [mm_encoder_attention.py:77] Using AttentionBackendEnum.FLASH_ATTN for MMEncoderAttention.",
+            "INFO [fp8.py:396] Using TRITON Fp8 MoE backend out of potential backends: ['TRITON']",
+            "INFO [selector.py:138] Using HND KV cache layout for CPU_ATTN backend.",
+        ] {
+            assert_eq!(parse_startup_log(line).attention_backend, None, "{line}");
+        }
+    }
+
+    #[test]
+    fn auto_kv_dtype_resolves_to_the_model_dtype_even_when_wrapped() {
+        let one_line = "INFO [core.py:105] Initializing a V1 LLM engine (v0.18.1) with config: model='Qwen/Qwen3.5', dtype=torch.bfloat16, kv_cache_dtype=auto, device_config=cuda\n";
+        let ev = parse_startup_log(one_line);
+        let dtype = ev.kv_cache_dtype.unwrap();
+        assert_eq!((dtype.value.as_str(), dtype.line), ("bfloat16", 1));
+        assert_eq!(ev.engine_version.unwrap().value, "0.18.1");
+        assert_eq!(ev.model.unwrap().value, "Qwen/Qwen3.5");
+        // A terminal copy wrapped at a fixed width, cutting words.
+        let wrapped = "(EngineCore_0 pid=1) INFO [core.py:74] Initializing a V1 LLM engine (v0.10.1.1) with config: model='Qwen2-7B'\n\
+                       , trust_remote_code=False, dtype=torch.bfl\n\
+                       oat16, enforce_eager=False, kv_cache_d\n\
+                       type=auto, device_config=cuda\n\
+                       (EngineCore_0 pid=1) INFO [cuda.py:328] Using Flash Attention backend on V1 engine.\n";
+        let ev = parse_startup_log(wrapped);
+        assert_eq!(ev.kv_cache_dtype.unwrap().value, "bfloat16");
+        assert_eq!(ev.attention_backend.unwrap().value, "FLASH_ATTN");
+        // An explicit line wins over the configuration.
+        let both = format!("{one_line}INFO [cache.py:1] Using fp8 data type to store kv cache.\n");
+        assert_eq!(
+            parse_startup_log(&both).kv_cache_dtype.unwrap().value,
+            "fp8"
+        );
+        // FlashInfer states the kernels' cache dtype: read when nothing else does.
+        let fi = "INFO [flashinfer.py:910] FlashInfer resolved query dtypes: prefill=torch.bfloat16, kv_cache_dtype=torch.float8_e4m3fn, arch=sm120\n";
+        assert_eq!(
+            parse_startup_log(fi).kv_cache_dtype.unwrap().value,
+            "fp8_e4m3"
+        );
+    }
+
+    #[test]
+    fn a_failed_startup_is_named_and_never_a_capacity() {
+        let negative = "INFO [cache.py:205] Using fp8 data type to store kv cache.\n\
+                        INFO [gpu_worker.py:375] Available KV cache memory: -2.51 GiB\n\
+                        ERROR [core.py:866] EngineCore failed to start.\n";
+        let ev = parse_startup_log(negative);
+        let failure = ev.startup_failure.as_ref().unwrap();
+        assert_eq!(failure.line, 2);
+        assert_eq!(ev.available_kv_cache_gib, None);
+        let o = ev.observed();
+        assert_eq!(
+            o.startup_failure.as_deref(),
+            Some("line 2: INFO [gpu_worker.py:375] Available KV cache memory: -2.51 GiB")
+        );
+        assert!(
+            !o.is_empty(),
+            "a failed start is evidence: of an invalid cell"
+        );
+        let cpu = "ERROR [core.py:1231] EngineCore failed to start.\r\nValueError: No available memory for the cache blocks.\n";
+        assert_eq!(parse_startup_log(cpu).startup_failure.unwrap().line, 1);
+        let llama = "srv    load_model: failed to load model, '/m/x.gguf'\n";
+        assert!(parse_startup_log(llama).startup_failure.is_some());
+    }
+
+    #[test]
+    fn progress_bar_redraws_are_segments_of_one_line() {
+        let text = "Loading 10%\rLoading 100%\r(EngineCore) INFO [kv_cache_utils.py:2032] GPU KV cache size: 28,784 tokens, Maximum concurrency for 4,096 tokens per request: 7.03x\n";
+        let ev = parse_startup_log(text);
+        let tokens = ev.kv_cache_tokens.unwrap();
+        assert_eq!((tokens.value, tokens.line), (28_784, 1));
+        assert!(tokens.text.starts_with("(EngineCore)"), "{}", tokens.text);
+        assert_eq!(ev.max_concurrency.unwrap().value, (4096, 7.03));
+    }
+
+    #[test]
+    fn every_llama_cache_counts_and_starts_are_counted() {
+        let text = "system_info: n_threads = 4\n\
+                    print_info: general.name          = Gemma-4-E4B-It\n\
+                    llama_kv_cache: size = 1024.00 MiB ( 65536 cells,   4 layers,  1/1 seqs), K (f16):  512.00 MiB, V (f16):  512.00 MiB\n\
+                    llama_kv_cache: size =   40.00 MiB (  1024 cells,  20 layers,  1/1 seqs), K (f16):   20.00 MiB, V (f16):   20.00 MiB\n\
+                    sched_reserve: Flash Attention was auto, set to enabled\n";
+        let ev = parse_startup_log(text);
+        assert_eq!(ev.starts, [1]);
+        assert_eq!(ev.more_llama_kv_caches.len(), 1);
+        assert_eq!(ev.model.as_ref().unwrap().value, "Gemma-4-E4B-It");
+        let o = ev.observed();
+        assert_eq!(o.kv_cache_mib, Some(1064.0));
+        assert_eq!(
+            o.kv_cells,
+            Some(65_536),
+            "the full-attention cache's positions"
+        );
+        assert!(o.conflicts.is_empty());
+        // Caches stored in different types are a conflict, never a silent first.
+        let mixed = text.replacen("K (f16):   20.00", "K (q8_0):   10.62", 1);
+        let o = parse_startup_log(&mixed).observed();
+        assert_eq!(o.conflicts.len(), 1);
+        assert_eq!(o.conflicts[0].field, "evidence.k_cache_dtype");
     }
 
     #[test]

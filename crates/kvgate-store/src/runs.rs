@@ -499,6 +499,29 @@ impl RequestRowSource for StoredRequest {
     }
 }
 
+/// A request read from another tool's file, and whether that tool measured it: warm-up and
+/// cool-down rows a tool keeps are stored as warm-up rows, outside every measured count.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImportedRequest {
+    pub record: RequestRecord,
+    pub warmup: bool,
+}
+
+impl RequestRowSource for ImportedRequest {
+    fn record(&self) -> &RequestRecord {
+        &self.record
+    }
+    fn repeat(&self) -> u32 {
+        0
+    }
+    fn warmup(&self) -> bool {
+        self.warmup
+    }
+    fn verdict(&self) -> Option<&Verdict> {
+        None
+    }
+}
+
 impl RequestRowSource for RequestRecord {
     fn record(&self) -> &RequestRecord {
         self

@@ -44,6 +44,9 @@ pub fn parse(source: &Source, mut reader: impl BufRead) -> Result<ParsedImport, 
         if bytes.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
+        if rows.is_empty() && bytes.trim_ascii() == b"{" {
+            return Err(summary_given(source, line, &mut reader));
+        }
         let mut py = PyJsonReader::new(bytes);
         let StrictValue(value) = serde_json::from_reader(&mut py)
             .map_err(|err| source.json_line(err, line, Some("$".to_owned())))?;
@@ -128,6 +131,36 @@ pub fn parse(source: &Source, mut reader: impl BufRead) -> Result<ParsedImport, 
     Ok(import)
 }
 
+/// A file whose first record line is a lone `{` is one pretty-printed JSON document, not JSON
+/// lines: AIPerf's summary (`profile_export_aiperf.json`, `records` and `input_config`) is named
+/// as such, with the file to import instead.
+fn summary_given(source: &Source, line: u64, reader: &mut impl BufRead) -> ImportError {
+    let mut next = Vec::new();
+    let _ = read_line(source, reader, line + 1, &mut next);
+    let key = String::from_utf8_lossy(&next);
+    let key = key.trim();
+    if ["\"records\"", "\"input_config\"", "\"error_summary\""]
+        .iter()
+        .any(|k| key.starts_with(k))
+    {
+        return source.line(
+            line,
+            Some("$".to_owned()),
+            None,
+            "AIPerf's per-request records, profile_export.jsonl (one JSON object per line)",
+            "AIPerf's run summary (profile_export_aiperf.json: aggregates only, no request rows): \
+             import profile_export.jsonl from the same artifacts folder",
+        );
+    }
+    source.line(
+        line,
+        Some("$".to_owned()),
+        None,
+        "AIPerf's per-request records, one JSON object per line",
+        "a pretty-printed JSON document (its first line is a lone `{`)",
+    )
+}
+
 #[derive(Debug)]
 struct Row {
     line: u64,
@@ -136,7 +169,9 @@ struct Row {
     /// `credit_issued_ns`: when the rate limiter released the request.
     credit_ns: Option<u64>,
     start_ns: u64,
-    end_ns: u64,
+    /// `request_end_ns`, or start + `request_latency` (AIPerf 0.1 wrote no end time); absent
+    /// for a request that never answered.
+    end_ns: Option<u64>,
     /// From request start.
     first_token_ms: Option<f64>,
     /// From request start, one per chunk with text.
@@ -207,21 +242,33 @@ impl Row {
                 )),
             }
         };
-        let start_ns = nanos("request_start_ns", true)?.unwrap_or_default();
-        let end_ns = nanos("request_end_ns", true)?.unwrap_or_default();
+        // AIPerf 0.1 (before its 2025-10 rename) wrote `timestamp_ns` for the request start
+        // and no end time.
+        let legacy =
+            !metadata.contains_key("request_start_ns") && metadata.contains_key("timestamp_ns");
+        let start_key = if legacy {
+            "timestamp_ns"
+        } else {
+            "request_start_ns"
+        };
+        let start_ns = nanos(start_key, true)?.unwrap_or_default();
+        let end_ns = if legacy {
+            nanos("request_end_ns", false)?
+        } else {
+            nanos("request_end_ns", true)?
+        };
         let credit_ns = nanos("credit_issued_ns", false)?;
-        if end_ns < start_ns {
+        if let Some(end_ns) = end_ns.filter(|e| *e < start_ns) {
             return Err(bad(
                 "$.metadata.request_end_ns",
                 Some("request_end_ns"),
-                &format!("a time ≥ request_start_ns ({start_ns})"),
+                &format!("a time ≥ {start_key} ({start_ns})"),
                 format!(
                     "{end_ns}: the request would end {} ms before it started",
                     (start_ns - end_ns) as f64 / 1e6
                 ),
             ));
         }
-        let duration_ms = (end_ns - start_ns) as f64 / 1e6;
 
         let string = |key: &str| -> Result<Option<String>, ImportError> {
             match metadata.get(key) {
@@ -238,7 +285,10 @@ impl Row {
         let request_id = string("x_request_id")?;
         let phase = match string("phase_name")? {
             Some(name) => name,
-            None => string("benchmark_phase")?.unwrap_or_else(|| "profiling".to_owned()),
+            None => match string("benchmark_phase")? {
+                Some(name) => name,
+                None => string("credit_phase")?.unwrap_or_else(|| "profiling".to_owned()),
+            },
         };
         let cancelled = match metadata.get("was_cancelled") {
             None | Some(Value::Null) => false,
@@ -301,12 +351,28 @@ impl Row {
             }
         };
 
-        let first_token_ms = match metric("time_to_first_token")? {
+        // Without an end time, the request's own latency metric gives it.
+        let end_ns = match (end_ns, metric("request_latency")?) {
+            (Some(end), _) => Some(end),
+            (None, Some((value, unit))) => {
+                let ms = duration("request_latency", value, unit)?;
+                Some(start_ns.saturating_add((ms * 1e6).round() as u64))
+            }
+            (None, None) => None,
+        };
+        let duration_ms = end_ns.map_or(f64::INFINITY, |end| (end - start_ns) as f64 / 1e6);
+        // The tag was `ttft` in AIPerf 0.1, `time_to_first_token` later.
+        let ttft_tag = if metrics.contains_key("time_to_first_token") {
+            "time_to_first_token"
+        } else {
+            "ttft"
+        };
+        let first_token_ms = match metric(ttft_tag)? {
             Some((value, unit)) => {
-                let ttft = duration("time_to_first_token", value, unit)?;
+                let ttft = duration(ttft_tag, value, unit)?;
                 if ttft > duration_ms + TOLERANCE_MS {
                     return Err(bad(
-                        "$.metrics.time_to_first_token.value",
+                        &format!("$.metrics.{ttft_tag}.value"),
                         Some("value"),
                         &format!(
                             "at most the request's duration ({duration_ms} ms, \
@@ -419,6 +485,11 @@ impl Row {
             (None, None) => code.map(|c| format!("error code {c}")),
         };
 
+        // AIPerf's own cancellations (`--request-cancellation-rate`): never answered, by design.
+        let cancelled = cancelled
+            || kind
+                .as_deref()
+                .is_some_and(|k| k == "RequestCancellationError");
         let (status, http_status, error_text) = if cancelled {
             (
                 RequestStatus::Unfinished,
@@ -500,7 +571,7 @@ fn build_run(source: &Source, phase: String, mut rows: Vec<Row>) -> Result<Parse
         let dispatch = clock(row.start_ns);
         let finish = match row.status {
             RequestStatus::Ok | RequestStatus::Error | RequestStatus::Rejected => {
-                Some(clock(row.end_ns))
+                row.end_ns.map(clock)
             }
             RequestStatus::Timeout | RequestStatus::Unfinished => None,
         };
@@ -535,6 +606,41 @@ mod tests {
 
     fn run(text: &str) -> Result<ParsedImport, ImportError> {
         parse(&Source::new("p.jsonl"), text.as_bytes())
+    }
+
+    #[test]
+    fn aiperf_0_1_records_are_read() {
+        // Synthetic, after AIPerf 0.1.1's example artifacts: `timestamp_ns`, no end time, the
+        // `ttft` tag, `credit_phase`, and its own cancellations as errors.
+        let ok = r#"{"metadata": {"x_request_id": "a", "timestamp_ns": 1000000000, "credit_phase": "profiling"}, "metrics": {"ttft": {"value": 100.0, "unit": "ms"}, "request_latency": {"value": 400.0, "unit": "ms"}, "inter_chunk_latency": {"value": [100.0, 100.0], "unit": "ms"}, "output_sequence_length": {"value": 3, "unit": "tokens"}}, "error": null}"#;
+        let cancelled = r#"{"metadata": {"x_request_id": "b", "timestamp_ns": 1000000000, "credit_phase": "profiling"}, "metrics": {"error_request_count": {"value": 1, "unit": "requests"}}, "error": {"code": 499, "type": "RequestCancellationError", "message": "Request was cancelled after 0.000 seconds"}}"#;
+        let import = run(&format!("{ok}\n{cancelled}\n")).unwrap();
+        let r = &import.runs[0];
+        assert_eq!(r.label, "aiperf · profiling");
+        assert_eq!(r.requests[0].ttft_ms(), Some(100.0));
+        assert_eq!(r.requests[0].e2e_ms(), Some(400.0));
+        assert_eq!(r.requests[0].chunk_times_ms, [100.0, 200.0, 300.0]);
+        assert_eq!(r.requests[1].status, RequestStatus::Unfinished);
+        assert_eq!(r.requests[1].finish_ms, None);
+        assert!(r.requests[1]
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("RequestCancellationError"));
+    }
+
+    #[test]
+    fn the_summary_is_named_with_the_file_to_use() {
+        // Synthetic: the first lines of profile_export_aiperf.json.
+        let text = "{\n  \"records\": {\n    \"ttft\": {\"avg\": 1.0}\n  }\n}\n";
+        let err = run(text).unwrap_err().to_string();
+        assert!(
+            err.starts_with("p.jsonl, line 1, $: expected AIPerf's per-request records"),
+            "{err}"
+        );
+        assert!(err.contains("import profile_export.jsonl"), "{err}");
+        let err = run("{\n  \"other\": 1\n}\n").unwrap_err().to_string();
+        assert!(err.contains("a pretty-printed JSON document"), "{err}");
     }
 
     #[test]

@@ -849,7 +849,43 @@ fn build_run(
         run.elapsed_ms = Some(duration * 1000.0);
     }
 
-    sample_warnings(&at, &header, &rows, warnings);
+    // GuideLLM keeps its warm-up and cool-down requests among the rows but measures only
+    // the requests that overlap `[measure_start_time, measure_end_time]` (both inclusive):
+    // the others are stored as warm-up rows, outside every count.
+    let window = header.get("scheduler_metrics").and_then(|m| {
+        Some((
+            m.get("measure_start_time")?.as_f64()?,
+            m.get("measure_end_time")?.as_f64()?,
+        ))
+    });
+    let measured = |r: &Row| match window {
+        None => true,
+        Some((from, to)) => {
+            let start = r.dispatch.unwrap_or_else(|| r.planned());
+            let end = r.end.unwrap_or(start);
+            end >= from && start <= to
+        }
+    };
+    let outside: Vec<&Row> = rows.iter().filter(|r| !measured(r)).collect();
+    if let (false, Some((from, to))) = (outside.is_empty(), window) {
+        let before = outside
+            .iter()
+            .filter(|r| r.end.unwrap_or_else(|| r.planned()) < from)
+            .count();
+        warnings.push(ImportWarning::new(
+            format!("{at}.requests"),
+            format!(
+                "{} row(s) fall outside the measured window (scheduler_metrics.measure_start_time \
+                 {from} to measure_end_time {to}): {before} warm-up, {} cool-down; kept as \
+                 warm-up rows, not measured, as GuideLLM's own metrics leave them out",
+                outside.len(),
+                outside.len() - before,
+            ),
+            outside.len() as u64,
+        ));
+    }
+    let measured_rows: Vec<&Row> = rows.iter().filter(|r| measured(r)).collect();
+    sample_warnings(&at, &header, &measured_rows, warnings);
     let silent = rows
         .iter()
         .filter(|r| r.kind == Kind::Successful && r.output.is_none())
@@ -882,6 +918,7 @@ fn build_run(
             )
         });
         for (index, row) in rows.into_iter().enumerate() {
+            let unmeasured = !measured(&row);
             let index = u32::try_from(index).map_err(|_| {
                 source.at(
                     format!("{at}.requests"),
@@ -890,6 +927,9 @@ fn build_run(
                     "more",
                 )
             })?;
+            if unmeasured {
+                run.unmeasured.push(index);
+            }
             run.requests.push(record(index, zero, row));
         }
     }
@@ -951,7 +991,7 @@ fn record(index: u32, zero: f64, row: Row) -> RequestRecord {
 fn sample_warnings(
     at: &str,
     header: &Map<String, Value>,
-    rows: &[Row],
+    rows: &[&Row],
     warnings: &mut Vec<ImportWarning>,
 ) {
     let Some(totals) = header
@@ -1154,6 +1194,44 @@ mod tests {
         assert_eq!(r.output_text, "hi");
         assert!(run.config["benchmark"].get("metrics").is_none());
         assert_eq!(run.config["metadata"]["version"], 2);
+    }
+
+    #[test]
+    fn rows_outside_the_measured_window_are_not_measured() {
+        // Synthetic, after GuideLLM 0.5 (danielkorat's gpt-oss report): warm-up and cool-down
+        // rows kept beside the measured ones; `measure_*_time` bound what the tool measured,
+        // both bounds inclusive.
+        let row = |id: &str, start: f64, end: f64| {
+            format!(
+                r#"{{"request_id": "{id}", "output": "x", "info": {{"timings": {{"targeted_start": {start}, "request_start": {start}, "first_token_iteration": {start}, "request_end": {end}}}}}}}"#
+            )
+        };
+        let rows = [
+            row("warm", 100.0, 109.0),
+            row("edge-start", 105.0, 110.0),
+            row("inside", 111.0, 115.0),
+            row("edge-end", 120.0, 125.0),
+            row("cool", 121.0, 126.0),
+        ]
+        .join(",");
+        let text = report(&rows)
+            .replace(r#""successful": 1, "incomplete""#, r#""successful": 3, "incomplete""#)
+            .replace(
+                r#""duration": 2.5,"#,
+                r#""duration": 10.0, "scheduler_metrics": {"measure_start_time": 110.0, "measure_end_time": 120.0},"#,
+            );
+        let import = run(&text).unwrap();
+        let r = &import.runs[0];
+        assert_eq!(r.requests.len(), 5);
+        assert_eq!(r.unmeasured, [0, 4]);
+        let w: Vec<&str> = import.warnings.iter().map(|w| w.message.as_str()).collect();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].starts_with("2 row(s) fall outside the measured window"),
+            "{}",
+            w[0]
+        );
+        assert!(w[0].contains("1 warm-up, 1 cool-down"), "{}", w[0]);
     }
 
     #[test]

@@ -61,6 +61,7 @@ pub fn read_startup_log(
 ) -> Result<(String, StartupEvidence), ImportError> {
     let text = read_text(source, reader)?;
     let evidence = parse_startup_log(&text);
+    one_start(source, &evidence)?;
     if evidence == StartupEvidence::default() {
         return Err(source.at(
             "$",
@@ -76,6 +77,27 @@ pub fn read_startup_log(
     Ok((text, evidence))
 }
 
+/// A log holding several server starts (a file appended to across restarts) cannot say which
+/// start a run talked to: refused, naming the starts, never read as its first.
+fn one_start(source: &Source, evidence: &StartupEvidence) -> Result<(), ImportError> {
+    if evidence.starts.len() <= 1 {
+        return Ok(());
+    }
+    let lines: Vec<String> = evidence.starts.iter().map(usize::to_string).collect();
+    Err(source.line(
+        evidence.starts[1] as u64,
+        None,
+        None,
+        "the log of one server start",
+        format!(
+            "{} server starts (`system_info:` at lines {}): cut the log to the start the run \
+             talked to",
+            evidence.starts.len(),
+            lines.join(", ")
+        ),
+    ))
+}
+
 pub fn parse(
     source: &Source,
     reader: impl BufRead,
@@ -83,6 +105,7 @@ pub fn parse(
 ) -> Result<ParsedImport, ImportError> {
     let text = read_text(source, reader)?;
     let evidence = parse_startup_log(&text);
+    one_start(source, &evidence)?;
     // Lines only llama.cpp prints, and lines only vLLM prints: a log of the other engine is
     // refused by name rather than read as this one (llama.cpp's `flash_attn = enabled` would
     // otherwise pass for a vLLM attention backend).
@@ -97,6 +120,12 @@ pub fn parse(
         .map(|f| f.line)
         .or(evidence.kv_cache_tokens.as_ref().map(|f| f.line))
         .or(evidence.max_concurrency.as_ref().map(|f| f.line))
+        .or(evidence.engine_version.as_ref().map(|f| f.line))
+        .or(evidence
+            .startup_failure
+            .as_ref()
+            .filter(|_| llama_line.is_none())
+            .map(|f| f.line))
         .or(evidence
             .attention_backend
             .as_ref()
@@ -226,6 +255,36 @@ mod tests {
             err.to_string().ends_with("import this log as vllm-log"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn several_server_starts_are_refused_by_their_lines() {
+        // Synthetic: a llama-server log appended to across restarts.
+        let start = "system_info: n_threads = 8\nllama_context: flash_attn    = enabled\n\
+                     llama_kv_cache: size = 1088.00 MiB ( 65536 cells,   8 layers,  4/1 seqs), K (q8_0):  544.00 MiB, V (q8_0):  544.00 MiB\n";
+        let text = format!("{start}srv log line\n{start}");
+        let err = parse(
+            &Source::new("server.log"),
+            text.as_bytes(),
+            LogKind::LlamaCpp,
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "server.log, line 5: expected the log of one server start, found 2 server starts \
+             (`system_info:` at lines 1, 5): cut the log to the start the run talked to"
+        );
+        assert!(read_startup_log(&Source::new("server.log"), text.as_bytes()).is_err());
+        assert!(parse(&Source::new("one.log"), start.as_bytes(), LogKind::LlamaCpp).is_ok());
+    }
+
+    #[test]
+    fn a_failed_vllm_start_is_still_a_vllm_log() {
+        // Synthetic: vLLM on CPU failing before any backend or capacity line.
+        let text = "INFO [core.py:114] Initializing a V1 LLM engine (v0.25.1) with config: model='facebook/opt-125m'\n\
+                    ERROR [core.py:1231] EngineCore failed to start.\n";
+        let import = parse(&Source::new("v.log"), text.as_bytes(), LogKind::Vllm).unwrap();
+        assert_eq!(import.runs[0].evidence[0].text, text);
     }
 
     #[test]

@@ -244,6 +244,13 @@ pub struct ParsedRun {
     pub elapsed_ms: Option<f64>,
     /// Requests the tool planned, when it says.
     pub planned: Option<i64>,
+    /// Whether the requests sit on one clock (send times known). Unclocked rows (per-request
+    /// arrays without send times) are timed from each request's own send: they feed latency
+    /// percentiles and pairs, never goodput.
+    pub clocked: bool,
+    /// Indices (into `requests`) of rows the tool kept but did not measure: warm-up and
+    /// cool-down requests outside its measured window. Stored as warm-up rows.
+    pub unmeasured: Vec<u32>,
     pub requests: Vec<RequestRecord>,
     pub aggregates: Vec<Aggregate>,
     pub scrapes: Vec<ParsedScrape>,
@@ -260,6 +267,8 @@ impl ParsedRun {
             wall_anchor_unix_ms: None,
             elapsed_ms: None,
             planned: None,
+            clocked: true,
+            unmeasured: Vec::new(),
             requests: Vec::new(),
             aggregates: Vec::new(),
             scrapes: Vec::new(),
@@ -749,7 +758,16 @@ pub fn parse(
     reader: impl Read,
 ) -> Result<ParsedImport, ImportError> {
     let source = Source::new(file);
-    let reader = io::BufReader::with_capacity(1 << 20, reader);
+    let mut reader = io::BufReader::with_capacity(1 << 20, reader);
+    let head = reader.fill_buf().map_err(|e| source.io(e))?;
+    if let Some(what) = foreign_file(head) {
+        return Err(source.at(
+            "$",
+            None,
+            format!("{format} input"),
+            format!("{what}: KV Gate does not import this tool's files yet"),
+        ));
+    }
     match format {
         ImportFormat::VllmBench => vllm_bench::parse(&source, reader),
         ImportFormat::Guidellm => guidellm::parse(&source, reader),
@@ -766,6 +784,37 @@ pub fn parse(
             format!("{format}: tabular files are read through polars with a column mapping"),
         )),
     }
+}
+
+/// Files of evaluation harnesses KV Gate does not read, told apart by their first bytes, so a
+/// user who picks one is told what it is instead of a parse error deep inside it.
+pub fn foreign_file(head: &[u8]) -> Option<&'static str> {
+    let text = String::from_utf8_lossy(&head[..head.len().min(64 * 1024)]);
+    let start = text.trim_start_matches('\u{feff}').trim_start();
+    if head.starts_with(b"PK\x03\x04") {
+        let inspect = text.contains("header.json") || text.contains("_journal/");
+        return Some(if inspect {
+            "an Inspect AI log archive (.eval: a zip of header.json and samples/)"
+        } else {
+            "a zip archive"
+        });
+    }
+    if start.starts_with("{\"doc_id\"") && text.contains("\"doc_hash\"") {
+        return Some(
+            "lm-evaluation-harness per-sample results (samples_<task>_<date>.jsonl, written by \
+             --log_samples)",
+        );
+    }
+    if start.starts_with('{') && text.contains("\"lm_eval_version\"") {
+        return Some("lm-evaluation-harness results (results_<date>.json)");
+    }
+    if start.starts_with('{')
+        && text.contains("\"eval\": {")
+        && (text.contains("\"inspect_ai\"") || text.contains("\"task_id\""))
+    {
+        return Some("an Inspect AI log (JSON: eval, plan, results, samples)");
+    }
+    None
 }
 
 /// A finite, non-negative number of seconds (or ms) as a checked value.
@@ -831,6 +880,41 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "bench.json, $.ttfts[3], field `ttfts`: expected a number, found \"abc\""
+        );
+    }
+
+    #[test]
+    fn harness_files_are_named_whatever_format_is_picked() {
+        // Synthetic first bytes of lm-evaluation-harness and Inspect AI files.
+        let samples = br#"{"doc_id": 16, "doc": {"question": "q"}, "target": "3", "filtered_resps": ["3"], "doc_hash": "ab", "prompt_hash": "cd"}"#;
+        let results = b"{\n  \"results\": {\"gsm8k\": {}},\n  \"lm_eval_version\": \"0.4.9.1\"\n}";
+        let inspect = b"{\n  \"version\": 2,\n  \"status\": \"success\",\n  \"eval\": {\n    \"task_id\": \"x\"\n  }\n}";
+        let eval = b"PK\x03\x04\x14\x00\x00\x00_journal/start.json";
+        for (bytes, what) in [
+            (&samples[..], "lm-evaluation-harness per-sample results"),
+            (&results[..], "lm-evaluation-harness results"),
+            (&inspect[..], "an Inspect AI log (JSON"),
+            (&eval[..], "an Inspect AI log archive"),
+        ] {
+            for format in [
+                ImportFormat::Jsonl,
+                ImportFormat::VllmBench,
+                ImportFormat::Aiperf,
+            ] {
+                let err = parse(format, "f", bytes).unwrap_err().to_string();
+                assert!(
+                    err.starts_with(&format!("f, $: expected {format} input, found {what}")),
+                    "{err}"
+                );
+                assert!(
+                    err.ends_with("KV Gate does not import this tool's files yet"),
+                    "{err}"
+                );
+            }
+        }
+        assert_eq!(
+            foreign_file(br#"{"date": "20250101-000000", "completed": 1}"#),
+            None
         );
     }
 

@@ -6,9 +6,11 @@
 use std::collections::{BTreeMap, HashSet};
 use std::io::BufRead;
 
+use kvgate_core::metrics::EngineProfile;
+
 use super::{
-    read_line, Granularity, ImportError, ImportFormat, InvalidInput, ParsedImport, ParsedRun,
-    ParsedScrape, Source,
+    read_line, Granularity, ImportError, ImportFormat, ImportWarning, InvalidInput, ParsedImport,
+    ParsedRun, ParsedScrape, Source,
 };
 use crate::prometheus::{parse_line, ExpositionLine};
 
@@ -26,6 +28,15 @@ struct Block {
 
 pub fn parse(source: &Source, mut reader: impl BufRead) -> Result<ParsedImport, ImportError> {
     let mut blocks: Vec<Block> = vec![Block::default()];
+    // Engine metric names KV Gate does not know, in the order first seen.
+    let mut unknown: Vec<String> = Vec::new();
+    let mut note = |name: &str| {
+        if let Some(engine) = EngineProfile::of_name(name) {
+            if !engine.knows_family(name) && !unknown.iter().any(|u| u == name) {
+                unknown.push(name.to_owned());
+            }
+        }
+    };
     let mut buf = Vec::new();
     let mut number = 0u64;
     loop {
@@ -51,6 +62,7 @@ pub fn parse(source: &Source, mut reader: impl BufRead) -> Result<ParsedImport, 
         match parsed {
             ExpositionLine::Blank | ExpositionLine::Comment => {}
             ExpositionLine::Help { name, .. } | ExpositionLine::Type { name, .. } => {
+                note(&name);
                 let what = if text.starts_with("# HELP") {
                     "HELP"
                 } else {
@@ -66,6 +78,7 @@ pub fn parse(source: &Source, mut reader: impl BufRead) -> Result<ParsedImport, 
                 block.comments.push(text);
             }
             ExpositionLine::Sample(sample) => {
+                note(&sample.name);
                 let block = blocks.last_mut().expect("one block");
                 block.count += 1;
                 let first = match sample.timestamp_ms {
@@ -158,6 +171,30 @@ pub fn parse(source: &Source, mut reader: impl BufRead) -> Result<ParsedImport, 
         .collect();
     let mut import = ParsedImport::new(ImportFormat::Prometheus);
     import.runs.push(run);
+    // Base names only: a histogram's `_bucket`, `_sum` and `_count` are one family.
+    let mut families: Vec<String> = Vec::new();
+    for name in unknown {
+        let base = ["_bucket", "_sum", "_count", "_created"]
+            .iter()
+            .find_map(|s| name.strip_suffix(s))
+            .unwrap_or(&name)
+            .to_owned();
+        if !families.contains(&base) {
+            families.push(base);
+        }
+    }
+    if !families.is_empty() {
+        import.warnings.push(ImportWarning::new(
+            "$",
+            format!(
+                "{} engine metric name(s) KV Gate does not know, kept in the scrape but not \
+                 read: {}",
+                families.len(),
+                families.join(", ")
+            ),
+            0,
+        ));
+    }
     Ok(import)
 }
 
@@ -206,6 +243,23 @@ mod tests {
             err.to_string(),
             "m.prom, line 3: expected a timestamp, like the sample on line 2 (every sample of a \
              scrape has a timestamp, or none has), found a sample without one"
+        );
+    }
+
+    #[test]
+    fn engine_names_kv_gate_does_not_know_are_reported() {
+        let text = "# TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc 0.5\n\
+                    # TYPE vllm:time_to_first_token_seconds histogram\n\
+                    vllm:time_to_first_token_seconds_bucket{le=\"+Inf\"} 1\n\
+                    # TYPE vllm:brand_new_gauge gauge\nvllm:brand_new_gauge 1\n\
+                    # TYPE vllm:brand_new_hist histogram\nvllm:brand_new_hist_sum 1\nvllm:brand_new_hist_count 1\n\
+                    # TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total 3\n";
+        let import = read(text).unwrap();
+        assert_eq!(import.warnings.len(), 1);
+        assert_eq!(
+            import.warnings[0].message,
+            "2 engine metric name(s) KV Gate does not know, kept in the scrape but not read: \
+             vllm:brand_new_gauge, vllm:brand_new_hist"
         );
     }
 

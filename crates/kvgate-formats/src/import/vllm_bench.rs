@@ -64,7 +64,30 @@ const KNOWN_KEYS: &[&str] = &[
     "max_output_tokens_per_s",
     "max_concurrent_requests",
     "rps_change_events",
+    // vLLM 0.2x: real-time factor of audio benchmarks.
+    "rtfx",
+    // `vllm bench sweep` adds the run's repeat number and the server's `max_num_seqs`.
+    "run_number",
+    "max_num_seqs",
+    // benchmark_serving.py (vLLM ≈ 0.6).
+    "input_throughput",
+    "best_of",
+    "use_beam_search",
 ];
+
+/// Statistics a result writes as 0.0 when no request completed: placeholders, not figures.
+fn placeholder_when_none_completed(key: &str) -> bool {
+    statistic(key).is_some()
+        || matches!(
+            key,
+            "request_throughput"
+                | "output_throughput"
+                | "total_token_throughput"
+                | "max_output_tokens_per_s"
+                | "input_throughput"
+                | "rtfx"
+        )
+}
 
 /// The per-request columns, as read.
 #[derive(Default)]
@@ -533,9 +556,15 @@ fn to_run(
         }
     }
     let mut aggregates = Vec::new();
+    let none_completed = header.get("completed").and_then(Value::as_f64) == Some(0.0);
+    let mut placeholders: Vec<&str> = Vec::new();
     for (key, value) in &header {
         let Some(v) = value.as_f64() else { continue };
         if !v.is_finite() {
+            continue;
+        }
+        if none_completed && v == 0.0 && placeholder_when_none_completed(key) {
+            placeholders.push(key);
             continue;
         }
         if let Some((metric, stat)) = statistic(key) {
@@ -553,6 +582,19 @@ fn to_run(
                 unit: unit_of(key).to_owned(),
             });
         }
+    }
+    if !placeholders.is_empty() {
+        let failed = header.get("failed").and_then(Value::as_f64).unwrap_or(0.0);
+        warnings.push(ImportWarning::new(
+            at("completed"),
+            format!(
+                "no request completed ({failed} failed): the tool's 0.0 for {} statistic(s) over \
+                 zero requests ({}) stored as absent, not as measurements",
+                placeholders.len(),
+                placeholders.join(", ")
+            ),
+            0,
+        ));
     }
     let metadata: BTreeMap<String, Value> = header
         .iter()
@@ -633,19 +675,38 @@ fn to_run(
         ));
     }
 
-    let Some(start_times) = columns.start_times else {
+    let per_request = columns.ttfts.is_some() || columns.latencies.is_some();
+    let unclocked = columns.start_times.is_none();
+    if unclocked && !(per_request && n > 0) {
         run.granularity = Granularity::Aggregate;
         run.config = config;
         if n > 0 {
             warnings.push(ImportWarning::new(
                 at("start_times"),
                 format!(
-                    "no `start_times` (saved without --save-detailed or by an older version): the {n} per-request values cannot be placed on a clock and are not stored as rows; the tool's statistics are stored as aggregates"
+                    "no `start_times`, `ttfts` or `latencies`: the {n} per-request values hold no timing, so no rows are stored; the tool's statistics are stored as aggregates"
                 ),
                 n as u64,
             ));
         }
         return Ok(run);
+    }
+    let start_times = match columns.start_times {
+        Some(times) => times,
+        None => {
+            // Per-request arrays without a clock (no `--save-detailed`, or benchmark_serving.py
+            // before `start_times`): each row's timings are relative to its own send, so they
+            // feed percentiles and pairs, but arrivals are unknown and goodput is not computed.
+            run.clocked = false;
+            warnings.push(ImportWarning::new(
+                at("start_times"),
+                format!(
+                    "no `start_times`: the {n} requests are stored unclocked (each timed from its own send, at 0 ms): they feed latency percentiles and pairs, never goodput, which needs arrival times"
+                ),
+                n as u64,
+            ));
+            vec![Some(0.0); n]
+        }
     };
     run.config = config;
 
@@ -719,7 +780,10 @@ fn to_run(
             }
         }
         let record = if ok {
-            if ttft.is_none() || latency.is_none() {
+            let has = |c: &Option<Vec<Option<f64>>>| c.is_some();
+            if (has(&columns.ttfts) && ttft.is_none())
+                || (has(&columns.latencies) && latency.is_none())
+            {
                 absent_values += 1;
             }
             let first_token_ms = ttft.map(|t| start_ms + t);
@@ -812,6 +876,14 @@ fn to_run(
             at("ttfts"),
             format!("{absent_values} successful request(s) without a TTFT or latency value (null/NaN): stored absent"),
             absent_values,
+        ));
+    }
+    if columns.latencies.is_none() {
+        warnings.push(ImportWarning::new(
+            at("latencies"),
+            "no `latencies`: end-to-end latency and finish time absent (the last chunk's arrival \
+             is not the end of the response)",
+            n as u64,
         ));
     }
     if columns.queue_times.is_none() {
@@ -918,6 +990,25 @@ mod tests {
     }
 
     #[test]
+    fn statistics_over_zero_completed_requests_are_absent() {
+        // Synthetic, after vLLM 0.25.1's all-failed result: every statistic written as 0.0.
+        let text = r#"{"date": "20260818-041350", "request_rate": "inf", "num_prompts": 8, "duration": 0.005,
+            "completed": 0, "failed": 8, "request_throughput": 0.0, "output_throughput": 0.0,
+            "mean_ttft_ms": 0.0, "p99_itl_ms": 0.0, "max_concurrent_requests": 0, "run_number": 0, "max_num_seqs": 4}"#;
+        let import = parse_str(text).unwrap();
+        let run = &import.runs[0];
+        let has = |n: &str, s: &str| run.aggregates.iter().any(|a| a.name == n && a.stat == s);
+        assert!(!has("ttft", "mean") && !has("itl", "p99") && !has("request_throughput", "value"));
+        assert!(has("failed", "value") && has("completed", "value") && has("duration", "value"));
+        assert!(import.warnings.iter().any(|w| w.at == "$.completed"
+            && w.message.contains("no request completed (8 failed)")
+            && w.message.contains("4 statistic(s)")));
+        // The sweep's own keys are configuration, not `--metadata`.
+        assert!(run.metadata.is_empty(), "{:?}", run.metadata);
+        assert!(has("max_num_seqs", "value"));
+    }
+
+    #[test]
     fn appended_results_are_separate_runs() {
         let text = format!(
             "{}\n{}\n",
@@ -926,14 +1017,18 @@ mod tests {
         );
         let import = parse_str(&text).unwrap();
         assert_eq!(import.runs.len(), 2);
-        assert!(import
-            .runs
-            .iter()
-            .all(|r| r.granularity == Granularity::Aggregate));
+        // Latencies without send times: one unclocked row; no per-request arrays: aggregates.
+        assert_eq!(import.runs[0].granularity, Granularity::PerRequest);
+        assert!(!import.runs[0].clocked);
+        assert_eq!(import.runs[0].requests[0].e2e_ms(), Some(500.0));
+        assert_eq!(import.runs[1].granularity, Granularity::Aggregate);
+        assert!(import.runs[1].clocked);
         assert!(import
             .warnings
             .iter()
-            .any(|w| w.at == "result 1: $.start_times" && w.rows == 1));
+            .any(|w| w.at == "result 1: $.start_times"
+                && w.rows == 1
+                && w.message.contains("unclocked")));
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! 2025 demo, and the synthetic GuideLLM and AIPerf fixtures with their malformed variants.
 
 mod aiperf;
+mod field;
 mod guidellm;
 mod inference_perf;
 
@@ -19,6 +20,25 @@ pub fn fixture(relative: &str) -> PathBuf {
 pub fn read_fixture(relative: &str) -> String {
     let path = fixture(relative);
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// A path under `../shared/realdata/` (public data kept beside the repository, never in it),
+/// or `None` with a visible line when it is absent (a user's clone has no `../shared/`). The
+/// line goes straight to stderr: the test harness captures `eprintln!` of passing tests.
+pub fn shared_data(test: &str, relative: &str) -> Option<PathBuf> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/realdata")
+        .join(relative);
+    if path.exists() {
+        return Some(path);
+    }
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stderr(),
+        "{test}: skipped: shared field data not present ({})",
+        path.display()
+    );
+    None
 }
 
 /// Parses text the way the app does, under a file name.

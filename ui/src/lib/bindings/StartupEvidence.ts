@@ -24,6 +24,33 @@ flash_attention_version?: Found<number>,
  */
 kv_cache_dtype?: Found<string>, llama_kv_cache?: Found<LlamaKvCache>, 
 /**
+ * llama.cpp's further KV caches of the same start (one per cache type: a model with
+ * sliding-window layers prints a full-attention and a sliding-window cache). Each counts
+ * toward the KV memory.
+ */
+more_llama_kv_caches: Array<Found<LlamaKvCache>>, 
+/**
+ * Where each server start begins (llama.cpp's `system_info:` line): a log holding more
+ * than one start cannot say which engine a run talked to.
+ */
+starts: Array<number>, 
+/**
+ * vLLM's version as the engine printed it (`Initializing a V1 LLM engine (v0.29.0)`,
+ * `vLLM API server version 0.10.1.1`).
+ */
+engine_version?: Found<string>, 
+/**
+ * The model the engine loaded (vLLM's engine config `model='…'`, llama.cpp's
+ * `general.name`).
+ */
+model?: Found<string>, 
+/**
+ * The first line saying the engine did not start (`EngineCore failed to start`, a negative
+ * `Available KV cache memory`, `No available memory for the cache blocks`, llama.cpp
+ * `failed to load model`): such a log is never valid compatibility evidence.
+ */
+startup_failure?: Found<string>, 
+/**
  * vLLM `Available KV cache memory: X GiB`.
  */
 available_kv_cache_gib?: Found<number>, 
