@@ -351,14 +351,15 @@ impl Row {
             }
         };
 
-        // Without an end time, the request's own latency metric gives it.
-        let end_ns = match (end_ns, metric("request_latency")?) {
-            (Some(end), _) => Some(end),
-            (None, Some((value, unit))) => {
+        // The end of the response is AIPerf's own `request_latency` after the start (its last
+        // response chunk; `request_end_ns` is later, when the connection's work ended), so the
+        // rows give the tool's own latency figures; `request_end_ns` when the metric is absent.
+        let end_ns = match metric("request_latency")? {
+            Some((value, unit)) => {
                 let ms = duration("request_latency", value, unit)?;
                 Some(start_ns.saturating_add((ms * 1e6).round() as u64))
             }
-            (None, None) => None,
+            None => end_ns,
         };
         let duration_ms = end_ns.map_or(f64::INFINITY, |end| (end - start_ns) as f64 / 1e6);
         // The tag was `ttft` in AIPerf 0.1, `time_to_first_token` later.

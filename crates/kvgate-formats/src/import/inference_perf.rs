@@ -5,6 +5,8 @@
 //!
 //! Aggregates only: one run per file with every number it holds, in the tool's units (seconds,
 //! tokens, requests, 1/s). The file name says which report it is; the content never decides.
+//! inference-perf 0.7's `per_request_lifecycle_metrics.json` is read by
+//! [`inference_perf_requests`](super::inference_perf_requests).
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
@@ -17,8 +19,10 @@ use super::{
     ParsedRun, Source, StrictValue,
 };
 
-const AGGREGATES_ONLY: &str = "aggregates only: inference-perf publishes no per-request rows; \
-                               percentiles are the tool's, not recomputed";
+const AGGREGATES_ONLY: &str = "aggregates only: this report holds no per-request rows \
+                               (inference-perf 0.7 writes them to \
+                               per_request_lifecycle_metrics.json); percentiles are the tool's, \
+                               not recomputed";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Report {
@@ -35,6 +39,9 @@ enum Scope {
 }
 
 pub fn parse(source: &Source, reader: impl BufRead) -> Result<ParsedImport, ImportError> {
+    if file_name(source) == "per_request_lifecycle_metrics.json" {
+        return super::inference_perf_requests::parse(source, reader);
+    }
     let (report, scope) = kind(source)?;
     let mut py = PyJsonReader::new(reader);
     let read = serde_json::from_reader(BufReader::new(&mut py));
@@ -114,19 +121,23 @@ pub fn parse(source: &Source, reader: impl BufRead) -> Result<ParsedImport, Impo
 }
 
 /// Which report a file is, from its name alone (a bare name or a path).
-fn kind(source: &Source) -> Result<(Report, Scope), ImportError> {
-    let name = source
+fn file_name(source: &Source) -> &str {
+    source
         .file
         .rsplit(['/', '\\'])
         .next()
-        .unwrap_or(&source.file);
+        .unwrap_or(&source.file)
+}
+
+fn kind(source: &Source) -> Result<(Report, Scope), ImportError> {
+    let name = file_name(source);
     let refuse = || {
         source.at(
             "$",
             None,
             "an inference-perf report named stage_N_lifecycle_metrics.json, \
-             summary_lifecycle_metrics.json, stage_N_prometheus_metrics.json or \
-             summary_prometheus_metrics.json",
+             summary_lifecycle_metrics.json, stage_N_prometheus_metrics.json, \
+             summary_prometheus_metrics.json or per_request_lifecycle_metrics.json",
             format!("a file named {name:?}"),
         )
     };

@@ -24,6 +24,7 @@ use ts_rs::TS;
 pub mod aiperf;
 pub mod guidellm;
 pub mod inference_perf;
+pub mod inference_perf_requests;
 pub mod jsonl;
 pub mod logs;
 pub mod mapping;
@@ -43,7 +44,8 @@ pub enum ImportFormat {
     /// AIPerf `profile_export.jsonl`.
     #[serde(rename = "aiperf")]
     Aiperf,
-    /// inference-perf `*_lifecycle_metrics.json` / `*_prometheus_metrics.json` (aggregates).
+    /// inference-perf `*_lifecycle_metrics.json` / `*_prometheus_metrics.json` (aggregates), or
+    /// `per_request_lifecycle_metrics.json` (one row per request, inference-perf 0.7).
     #[serde(rename = "inference-perf")]
     InferencePerf,
     /// Prometheus text exposition: one scrape, or a series of scrapes told apart by timestamps.

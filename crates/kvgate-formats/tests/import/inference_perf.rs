@@ -4,20 +4,17 @@ use std::path::{Path, PathBuf};
 use kvgate_formats::import::{self, Granularity, ImportFormat, ParsedImport, ParsedRun};
 use serde_json::Value;
 
-use crate::{aggregate, parse_text};
+use crate::{aggregate, parse_text, shared_data};
 
-const AGGREGATES_ONLY: &str = "aggregates only: inference-perf publishes no per-request rows; \
-                               percentiles are the tool's, not recomputed";
+const AGGREGATES_ONLY: &str = "aggregates only: this report holds no per-request rows \
+                               (inference-perf 0.7 writes them to \
+                               per_request_lifecycle_metrics.json); percentiles are the tool's, \
+                               not recomputed";
 
-fn realdata() -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/realdata/inference-perf-kubecon-na-2025");
-    assert!(
-        dir.is_dir(),
-        "the real inference-perf results are missing: {}",
-        dir.display()
-    );
-    dir
+/// The real inference-perf results of the KubeCon NA 2025 demo (kept beside the repository,
+/// never in it), or a visible skip where `../shared` is absent.
+fn realdata(test: &str) -> Option<PathBuf> {
+    shared_data(test, "inference-perf-kubecon-na-2025")
 }
 
 fn import_file(path: &Path) -> ParsedImport {
@@ -26,8 +23,8 @@ fn import_file(path: &Path) -> ParsedImport {
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn run_of(bundle: &str, name: &str) -> ParsedRun {
-    let mut import = import_file(&realdata().join(bundle).join(name));
+fn run_of(root: &Path, bundle: &str, name: &str) -> ParsedRun {
+    let mut import = import_file(&root.join(bundle).join(name));
     assert_eq!(import.runs.len(), 1);
     import.runs.remove(0)
 }
@@ -262,9 +259,12 @@ const PROMETHEUS: [(&str, &str, f64, f64); 16] = [
 
 #[test]
 fn every_real_report_is_imported_with_every_number() {
+    let Some(root) = realdata("every_real_report_is_imported_with_every_number") else {
+        return;
+    };
     let mut seen = 0;
     for bundle in ["vllm", "vllm+quantization"] {
-        let mut names: Vec<PathBuf> = std::fs::read_dir(realdata().join(bundle))
+        let mut names: Vec<PathBuf> = std::fs::read_dir(root.join(bundle))
             .unwrap()
             .map(|entry| entry.unwrap().path())
             .filter(|p| p.extension().is_some_and(|e| e == "json"))
@@ -296,8 +296,11 @@ fn every_real_report_is_imported_with_every_number() {
 
 #[test]
 fn lifecycle_reports_keep_load_and_latency() {
+    let Some(root) = realdata("lifecycle_reports_keep_load_and_latency") else {
+        return;
+    };
     for (bundle, name, count, rate, send, successes, ttft_p99) in LIFECYCLE {
-        let run = run_of(bundle, name);
+        let run = run_of(&root, bundle, name);
         let at = format!("{bundle}/{name}");
         assert_eq!(run.planned, Some(count), "{at}");
         assert_eq!(
@@ -341,7 +344,10 @@ fn lifecycle_reports_keep_load_and_latency() {
 
 #[test]
 fn stage_zero_of_the_baseline_reads_exactly() {
-    let run = run_of("vllm", "stage_0_lifecycle_metrics.json");
+    let Some(root) = realdata("stage_zero_of_the_baseline_reads_exactly") else {
+        return;
+    };
+    let run = run_of(&root, "vllm", "stage_0_lifecycle_metrics.json");
     assert_eq!(run.label, "inference-perf · stage 0 · 1.0 rps requested");
     assert_eq!(
         run.config,
@@ -395,32 +401,43 @@ fn stage_zero_of_the_baseline_reads_exactly() {
 
 #[test]
 fn labels_carry_stage_and_requested_rate() {
+    let Some(root) = realdata("labels_carry_stage_and_requested_rate") else {
+        return;
+    };
     assert_eq!(
-        run_of("vllm", "stage_3_lifecycle_metrics.json").label,
+        run_of(&root, "vllm", "stage_3_lifecycle_metrics.json").label,
         "inference-perf · stage 3 · 92.19 rps requested"
     );
     assert_eq!(
-        run_of("vllm+quantization", "stage_6_lifecycle_metrics.json").label,
+        run_of(&root, "vllm+quantization", "stage_6_lifecycle_metrics.json").label,
         "inference-perf · stage 6 · 254.86 rps requested"
     );
     assert_eq!(
-        run_of("vllm", "summary_lifecycle_metrics.json").label,
+        run_of(&root, "vllm", "summary_lifecycle_metrics.json").label,
         "inference-perf · summary"
     );
     assert_eq!(
-        run_of("vllm", "stage_2_prometheus_metrics.json").label,
+        run_of(&root, "vllm", "stage_2_prometheus_metrics.json").label,
         "inference-perf · stage 2 · server metrics"
     );
     assert_eq!(
-        run_of("vllm+quantization", "summary_prometheus_metrics.json").label,
+        run_of(
+            &root,
+            "vllm+quantization",
+            "summary_prometheus_metrics.json"
+        )
+        .label,
         "inference-perf · summary · server metrics"
     );
 }
 
 #[test]
 fn prometheus_reports_keep_server_aggregates() {
+    let Some(root) = realdata("prometheus_reports_keep_server_aggregates") else {
+        return;
+    };
     for (bundle, name, successes, ttft_p99) in PROMETHEUS {
-        let run = run_of(bundle, name);
+        let run = run_of(&root, bundle, name);
         let at = format!("{bundle}/{name}");
         assert_eq!(run.planned, None, "{at}");
         assert_eq!(run.elapsed_ms, None, "{at}");
@@ -441,7 +458,7 @@ fn prometheus_reports_keep_server_aggregates() {
             "percent"
         );
     }
-    let run = run_of("vllm", "stage_0_prometheus_metrics.json");
+    let run = run_of(&root, "vllm", "stage_0_prometheus_metrics.json");
     assert_eq!(
         run.config,
         serde_json::json!({"report": "prometheus", "stage": 0})
@@ -470,7 +487,10 @@ fn prometheus_reports_keep_server_aggregates() {
 
 #[test]
 fn prometheus_zeros_are_kept_and_flagged() {
-    let path = realdata().join("vllm/stage_4_prometheus_metrics.json");
+    let Some(root) = realdata("prometheus_zeros_are_kept_and_flagged") else {
+        return;
+    };
+    let path = root.join("vllm/stage_4_prometheus_metrics.json");
     let import = import_file(&path);
     let run = &import.runs[0];
     assert_eq!(
@@ -486,12 +506,12 @@ fn prometheus_zeros_are_kept_and_flagged() {
          mean \"not measured\""
     );
     // Lifecycle reports are the client's own counts: no such warning.
-    let lifecycle = import_file(&realdata().join("vllm/stage_4_lifecycle_metrics.json"));
+    let lifecycle = import_file(&root.join("vllm/stage_4_lifecycle_metrics.json"));
     assert_eq!(lifecycle.warnings.len(), 1);
 }
 
-fn real_text(name: &str) -> String {
-    std::fs::read_to_string(realdata().join("vllm").join(name)).unwrap()
+fn real_text(root: &Path, name: &str) -> String {
+    std::fs::read_to_string(root.join("vllm").join(name)).unwrap()
 }
 
 fn error(name: &str, text: &str) -> String {
@@ -500,51 +520,53 @@ fn error(name: &str, text: &str) -> String {
         .to_string()
 }
 
+/// inference-perf 0.7.0's own stage report, recorded against the local llama.cpp server
+/// (`fixtures/real-tools/`): the malformed variants below are edits of it.
+fn recorded_stage() -> String {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(
+        "../../fixtures/real-tools/inference-perf-0.7.0/f16/out/stage_0_lifecycle_metrics.json",
+    );
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
 #[test]
 fn truncated_report_is_refused() {
-    let text = real_text("stage_0_lifecycle_metrics.json");
+    let text = recorded_stage();
     assert_eq!(
         error("stage_0_lifecycle_metrics.json", &text[..1000]),
-        "stage_0_lifecycle_metrics.json, line 1, column 1000: expected the rest of the JSON \
+        "stage_0_lifecycle_metrics.json, line 34, column 10: expected the rest of the JSON \
          document, found end of file (EOF while parsing a string): the file is truncated"
     );
 }
 
 #[test]
 fn wrong_type_is_refused() {
-    let text = real_text("stage_0_lifecycle_metrics.json").replacen(
-        "\"requested_rate\": 1.0",
-        "\"requested_rate\": \"1.0\"",
-        1,
-    );
+    let text =
+        recorded_stage().replacen("\"requested_rate\": 0.3", "\"requested_rate\": \"0.3\"", 1);
     assert_eq!(
         error("stage_0_lifecycle_metrics.json", &text),
         "stage_0_lifecycle_metrics.json, $.load_summary.requested_rate, field `requested_rate`: \
-         expected a number, null or an object of numbers, found \"1.0\""
+         expected a number, null or an object of numbers, found \"0.3\""
     );
 }
 
 #[test]
 fn negative_latency_is_refused() {
-    let text = real_text("stage_0_lifecycle_metrics.json").replacen(
-        "\"p99\": 0.039696927970508104",
-        "\"p99\": -0.039696927970508104",
+    let text = recorded_stage().replacen(
+        "\"p99\": 0.762399444500096",
+        "\"p99\": -0.762399444500096",
         1,
     );
     assert_eq!(
         error("stage_0_lifecycle_metrics.json", &text),
         "stage_0_lifecycle_metrics.json, $.successes.latency.time_to_first_token.p99, field \
-         `p99`: expected a non-negative number, found -0.039696927970508104"
+         `p99`: expected a non-negative number, found -0.762399444500096"
     );
 }
 
 #[test]
 fn nan_latency_reads_as_absent() {
-    let text = real_text("stage_0_lifecycle_metrics.json").replacen(
-        "\"p99\": 0.039696927970508104",
-        "\"p99\": NaN",
-        1,
-    );
+    let text = recorded_stage().replacen("\"p99\": 0.762399444500096", "\"p99\": NaN", 1);
     let import = parse_text(
         ImportFormat::InferencePerf,
         "stage_0_lifecycle_metrics.json",
@@ -558,7 +580,7 @@ fn nan_latency_reads_as_absent() {
         .all(|a| !(a.name == "successes.latency.time_to_first_token" && a.stat == "p99")));
     assert_eq!(
         aggregate(run, "successes.latency.time_to_first_token", "p95").value,
-        0.03623536097584292
+        0.7590592785000752
     );
     assert_eq!(
         import.warnings[1].message,
@@ -568,27 +590,36 @@ fn nan_latency_reads_as_absent() {
 
 #[test]
 fn negative_send_duration_is_refused() {
-    let text = real_text("stage_0_lifecycle_metrics.json").replacen(
-        "\"send_duration\": 58.51001774193719",
-        "\"send_duration\": -58.5",
+    let text = recorded_stage().replacen(
+        "\"send_duration\": 19.24045658900002",
+        "\"send_duration\": -19.2",
         1,
     );
     assert_eq!(
         error("stage_0_lifecycle_metrics.json", &text),
         "stage_0_lifecycle_metrics.json, $.load_summary.send_duration, field `send_duration`: \
-         expected a non-negative number, found -58.5"
+         expected a non-negative number, found -19.2"
     );
 }
 
 #[test]
 fn the_file_name_decides() {
-    let text = real_text("stage_0_lifecycle_metrics.json");
+    let Some(root) = realdata("the_file_name_decides") else {
+        return;
+    };
+    let text = real_text(&root, "stage_0_lifecycle_metrics.json");
+    // A lifecycle report named as the per-request file is read as one, and refused.
     assert_eq!(
         error("results/per_request_lifecycle_metrics.json", &text),
-        "results/per_request_lifecycle_metrics.json, $: expected an inference-perf report named \
+        "results/per_request_lifecycle_metrics.json, $: expected an array of request records \
+         (inference-perf's per-request file), found an object"
+    );
+    assert_eq!(
+        error("results/validation.json", &text),
+        "results/validation.json, $: expected an inference-perf report named \
          stage_N_lifecycle_metrics.json, summary_lifecycle_metrics.json, \
-         stage_N_prometheus_metrics.json or summary_prometheus_metrics.json, found a file named \
-         \"per_request_lifecycle_metrics.json\""
+         stage_N_prometheus_metrics.json, summary_prometheus_metrics.json or \
+         per_request_lifecycle_metrics.json, found a file named \"validation.json\""
     );
     // The same content under a prometheus name is read as server metrics: the name decides.
     let import = parse_text(

@@ -1,10 +1,13 @@
-//! Importers over real and synthetic files: every real inference-perf report of the KubeCon NA
-//! 2025 demo, and the synthetic GuideLLM and AIPerf fixtures with their malformed variants.
+//! Importers over real and synthetic files: what the real tools wrote against the real
+//! llama.cpp servers (`fixtures/real-tools/`), the files real users published
+//! (`../shared/realdata/`, skipped visibly where absent), and the synthetic GuideLLM and AIPerf
+//! fixtures with their malformed variants.
 
 mod aiperf;
 mod field;
 mod guidellm;
 mod inference_perf;
+mod real_tools;
 
 use std::path::PathBuf;
 
