@@ -5,7 +5,8 @@ CARGO ?= cargo
 # Where cargo puts binaries (honours CARGO_TARGET_DIR); evaluated only when a recipe needs it.
 TARGET_DIR = $(shell $(CARGO) metadata --no-deps --format-version 1 | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).target_directory))')
 
-.PHONY: run test setup ui build test-rust test-ui test-llm llm lint e2e bench contract fmt fuzz
+.PHONY: run test setup ui build test-rust test-ui test-llm llm lint e2e bench contract fmt fuzz \
+	tools test-tools-live test-tools
 
 ## Build and open the workbench on the default database (seeded with a synthetic demo study).
 # The binary `make build` made (a `cargo run` of the app alone would resolve features differently
@@ -14,8 +15,9 @@ run: build
 	"$(TARGET_DIR)/debug/kvgate-desktop"
 
 ## Run every test: Rust (incl. the Tauri mock-runtime command tests and the drift checks),
-## the UI unit tests, lints and type checks, and the end-to-end journeys in the real window.
-test: setup ui test-rust test-ui lint test-llm e2e
+## the UI unit tests, lints and type checks, the end-to-end journeys in the real window, and the
+## live interop check of a real benchmark tool (AIPerf) against the real llama.cpp server.
+test: setup ui test-rust test-ui lint test-llm e2e test-tools-live
 
 setup:
 	@scripts/setup.sh
@@ -51,6 +53,23 @@ llm:
 
 test-llm: llm
 	tests/llm/smoke.sh
+
+## The real benchmark tools whose files KV Gate imports, pinned, each in its own venv under .tools/:
+# AIPerf, GuideLLM (pulls torch with CUDA wheels, ~6 GB), inference-perf (needs Python >= 3.12;
+# skipped with a warning without one), lm-evaluation-harness, Inspect AI. Re-record
+# fixtures/real-tools/ with scripts/record-real-tools.sh.
+tools:
+	@scripts/tools-setup.sh
+
+## Live interop check: AIPerf (installed alone, no torch) against one real llama.cpp server, its
+# fresh profile_export.jsonl imported by `kvgate` and compared with AIPerf's own summary.
+test-tools-live: build llm
+	KVGATE_BIN="$(TARGET_DIR)/debug/kvgate" tests/tools/aiperf-live.sh
+
+## Heavier live checks, not part of `make test`: GuideLLM and inference-perf (whichever `make tools`
+# installed) against a real llama.cpp server; their files parsed and, with the CLI built, imported.
+test-tools: llm
+	tests/tools/tools-live.sh
 
 ## Benchmarks: one table, each benchmark against its named anchor.
 # `kvgate` and the harness are built in one cargo call, so features resolve once; the import and

@@ -28,15 +28,19 @@ seed() { # target files…
 }
 shopt -s nullglob globstar
 m=tests/imports/malformed
-seed import_vllm_bench $m/vllm-bench/**/*.*
-seed import_guidellm fixtures/imports/guidellm/* $m/guidellm/**/*.*
-seed import_aiperf fixtures/imports/aiperf/* $m/aiperf/**/*.*
-seed import_inference_perf $m/inference-perf/**/*.* ../shared/realdata/inference-perf-kubecon-na-2025/vllm/*.json
-seed import_prometheus fixtures/metrics/*.prom $m/prometheus/**/*.*
+r=fixtures/real-tools
+# The field files beside the repository (../shared/realdata/field), when present: nullglob
+# leaves nothing where they are absent.
+f=../shared/realdata/field
+seed import_vllm_bench $m/vllm-bench/**/*.* $f/vllm-bench/*.json
+seed import_guidellm fixtures/imports/guidellm/* $m/guidellm/**/*.* $r/guidellm-*/*/out/benchmarks.json $f/guidellm/*.json
+seed import_aiperf fixtures/imports/aiperf/* $m/aiperf/**/*.* $r/aiperf-*/*/out/profile_export.jsonl $f/aiperf/*.jsonl
+seed import_inference_perf $m/inference-perf/**/*.* $r/inference-perf-*/*/out/*_metrics.json ../shared/realdata/inference-perf-kubecon-na-2025/vllm/*.json
+seed import_prometheus fixtures/metrics/*.prom $m/prometheus/**/*.* $f/prometheus/*.prom
 seed prometheus_exposition fixtures/metrics/*.prom $m/prometheus/**/*.*
-seed import_vllm_log $m/logs/**/*.* fixtures/evidence/*.log
-seed import_llamacpp_log fixtures/evidence/*.log $m/logs/**/*.*
-seed startup_log fixtures/evidence/*.log $m/logs/**/*.*
+seed import_vllm_log $m/logs/**/*.* fixtures/evidence/*.log $f/vllm-log/*.log
+seed import_llamacpp_log fixtures/evidence/*.log $m/logs/**/*.* $r/*/*/server-*.log $f/llamacpp-log/acdtrx*.log
+seed startup_log fixtures/evidence/*.log $m/logs/**/*.* $f/vllm-log/*.log
 seed import_jsonl fixtures/demo/runs/*.jsonl $m/jsonl/**/*.*
 seed run_file fixtures/demo/runs/*.jsonl $m/jsonl/**/*.*
 # The validator: the recorded answers, one file each.
