@@ -77,10 +77,11 @@ fn import_prints_a_summary_and_a_malformed_file_changes_nothing() {
     assert!(text.contains("written by aiperf"), "{text}");
     assert!(text.contains("  warning $: "), "{text}");
 
-    // Aggregates only: two real inference-perf reports in one call, each its own import.
-    let real = repo("../shared/realdata/inference-perf-kubecon-na-2025/vllm");
+    // Aggregates only: two reports inference-perf 0.7.0 wrote against the local llama.cpp
+    // server, in one call, each its own import.
+    let real = repo("fixtures/real-tools/inference-perf-0.7.0/f16/out");
     let stage = real.join("stage_0_lifecycle_metrics.json");
-    let summary = real.join("summary_prometheus_metrics.json");
+    let summary = real.join("summary_lifecycle_metrics.json");
     let out = kvgate(
         &db,
         &[
@@ -102,7 +103,7 @@ fn import_prints_a_summary_and_a_malformed_file_changes_nothing() {
         "{text}"
     );
     assert!(
-        text.contains("import 3 · inference-perf · cell Q8 · summary_prometheus_metrics.json"),
+        text.contains("import 3 · inference-perf · cell Q8 · summary_lifecycle_metrics.json"),
         "{text}"
     );
     assert!(
@@ -248,8 +249,8 @@ fn import_prints_a_summary_and_a_malformed_file_changes_nothing() {
     );
     assert_eq!(row_counts(&db), after);
 
-    // --json prints the stored imports.
-    let prom = real.join("stage_1_prometheus_metrics.json");
+    // --json prints the stored imports: inference-perf 0.7's per-request file, 15 rows.
+    let prom = real.join("per_request_lifecycle_metrics.json");
     let out = kvgate(
         &db,
         &[
@@ -268,6 +269,6 @@ fn import_prints_a_summary_and_a_malformed_file_changes_nothing() {
     let imports: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(imports[0]["sha256"], sha256(&prom));
     assert_eq!(imports[0]["format"], "inference-perf");
-    assert_eq!(imports[0]["requests"], 0);
+    assert_eq!(imports[0]["requests"], 15);
     assert_eq!(imports[0]["runs"], 1);
 }
