@@ -20,7 +20,6 @@ pub const MAX_AUTHOR_CHARS: usize = 120;
 /// What locking a policy takes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
 pub struct LockPolicyInput {
-    #[ts(type = "number")]
     pub study_id: i64,
     /// The policy JSON as authored (schemas/policy.schema.json).
     pub policy_json: String,
@@ -31,7 +30,6 @@ pub struct LockPolicyInput {
 /// The policy state of a study: every locked version, newest last.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
 pub struct PolicyStatus {
-    #[ts(type = "number")]
     pub study_id: i64,
     /// The version in force (the newest), if any.
     pub current: Option<LockedPolicy>,
@@ -43,7 +41,6 @@ pub struct PolicyStatus {
 /// The analysis of a study, with the policy and evidence it was computed from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
 pub struct StudyAnalysis {
-    #[ts(type = "number")]
     pub study_id: i64,
     pub study_name: String,
     pub provenance: Provenance,
@@ -55,10 +52,8 @@ pub struct StudyAnalysis {
     pub policy_locked_by: String,
     pub policy_changed_after_results: bool,
     /// Measured requests read.
-    #[ts(type = "number")]
     pub measured_requests: u64,
     /// Reviewers' labels on pairs of this study.
-    #[ts(type = "number")]
     pub adjudicated_labels: u64,
     /// Per candidate, the paired rows recomputed on the labels (labelled pairs count as
     /// labelled, ambiguous ones are left out), beside the automatic rows; empty without labels.

@@ -28,7 +28,6 @@ pub const CORPUS_FILE: &str = "corpus.json";
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, JsonSchema)]
 #[ts(optional_fields)]
 pub struct GenerateFixtures {
-    #[ts(type = "number")]
     pub seed: u64,
     pub preset: Preset,
     pub split: Split,

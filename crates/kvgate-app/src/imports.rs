@@ -42,7 +42,6 @@ use crate::{App, AppError, ErrorCode};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
 #[ts(optional_fields)]
 pub struct ImportInput {
-    #[ts(type = "number")]
     pub study_id: i64,
     /// The cell the file measured; its manifest must be frozen.
     pub cell: String,
@@ -73,13 +72,9 @@ pub enum ImportPhase {
 pub struct ImportEvent {
     pub job: Option<String>,
     pub phase: ImportPhase,
-    #[ts(type = "number")]
     pub bytes_read: u64,
-    #[ts(type = "number")]
     pub total_bytes: u64,
-    #[ts(type = "number")]
     pub rows_stored: u64,
-    #[ts(type = "number")]
     pub total_rows: u64,
 }
 
@@ -89,18 +84,12 @@ pub struct ImportRunPreview {
     pub label: String,
     /// `per_request`, `aggregate` (the tool published only aggregates) or `evidence`.
     pub granularity: String,
-    #[ts(type = "number")]
     pub requests: u64,
-    #[ts(type = "number")]
     pub ok: u64,
     /// Requests that did not end `ok` (errors, timeouts, rejected, unfinished): kept, counted.
-    #[ts(type = "number")]
     pub failed: u64,
-    #[ts(type = "number")]
     pub aggregates: u64,
-    #[ts(type = "number")]
     pub scrapes: u64,
-    #[ts(type = "number")]
     pub evidence: u64,
     pub elapsed_ms: Option<f64>,
     /// Up to a dozen of the tool's own figures, as reported, for a first look.
@@ -121,7 +110,6 @@ pub struct ImportFigure {
 pub struct ImportPreview {
     /// Pass to `commit_import` to store exactly this reading.
     pub token: String,
-    #[ts(type = "number")]
     pub study_id: i64,
     pub cell: String,
     pub format: String,
@@ -129,7 +117,6 @@ pub struct ImportPreview {
     pub tool: Option<String>,
     pub source_name: String,
     pub sha256: String,
-    #[ts(type = "number")]
     pub bytes: u64,
     pub runs: Vec<ImportRunPreview>,
     pub warnings: Vec<WarningInfo>,
@@ -142,16 +129,13 @@ pub struct ImportPreview {
 pub struct WarningInfo {
     pub at: String,
     pub message: String,
-    #[ts(type = "number")]
     pub rows: u64,
 }
 
 /// A stored import.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
 pub struct ImportSummary {
-    #[ts(type = "number")]
     pub id: i64,
-    #[ts(type = "number")]
     pub study_id: i64,
     pub cell: String,
     pub format: String,
@@ -159,22 +143,15 @@ pub struct ImportSummary {
     pub tool: Option<String>,
     pub source_name: String,
     pub sha256: String,
-    #[ts(type = "number")]
     pub bytes: i64,
     pub imported_at: String,
-    #[ts(type = "number")]
     pub runs: i64,
-    #[ts(type = "number")]
     pub requests: i64,
-    #[ts(type = "number")]
     pub aggregates: i64,
-    #[ts(type = "number")]
     pub scrapes: i64,
-    #[ts(type = "number")]
     pub evidence: i64,
     pub warnings: Vec<WarningInfo>,
     /// The runs it created (filled right after an import; empty in listings).
-    #[ts(type = "number[]")]
     pub run_ids: Vec<i64>,
 }
 

@@ -29,9 +29,7 @@ pub enum ManifestStatus {
 #[derive(Debug, Clone, PartialEq, Serialize, TS, JsonSchema)]
 #[ts(optional_fields)]
 pub struct StoredManifest {
-    #[ts(type = "number")]
     pub id: i64,
-    #[ts(type = "number")]
     pub study_id: i64,
     pub cell: String,
     pub status: ManifestStatus,

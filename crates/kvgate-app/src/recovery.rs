@@ -13,7 +13,6 @@ use crate::{App, AppError, ErrorCode};
 /// What recording a recovery plan takes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
 pub struct RecordRecoveryInput {
-    #[ts(type = "number")]
     pub study_id: i64,
     /// The plan JSON as authored (schemas/recovery-plan.schema.json).
     pub plan_json: String,
@@ -23,9 +22,7 @@ pub struct RecordRecoveryInput {
 /// One recorded version of a study's recovery plan.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
 pub struct RecordedRecoveryPlan {
-    #[ts(type = "number")]
     pub study_id: i64,
-    #[ts(type = "number")]
     pub version: i64,
     pub plan: RecoveryPlan,
     pub sha256: String,
@@ -36,7 +33,6 @@ pub struct RecordedRecoveryPlan {
 /// Every recorded version, newest last, and the one in force.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
 pub struct RecoveryStatus {
-    #[ts(type = "number")]
     pub study_id: i64,
     pub current: Option<RecordedRecoveryPlan>,
     pub versions: Vec<RecordedRecoveryPlan>,

@@ -38,7 +38,6 @@ pub struct ReviewFilter {
     pub reason: Option<String>,
     /// Also list this many agreeing pairs, sampled in the blind order (0: disagreements only).
     #[serde(default)]
-    #[ts(type = "number")]
     pub agreeing_sample: u32,
 }
 
@@ -51,9 +50,7 @@ pub struct ReviewSide {
     pub verdict: Verdict,
     pub ttft_ms: Option<f64>,
     pub e2e_ms: Option<f64>,
-    #[ts(type = "number | null")]
     pub completion_tokens: Option<u64>,
-    #[ts(type = "number")]
     pub run_id: i64,
 }
 
@@ -83,7 +80,6 @@ pub struct ReviewPair {
 /// The queue of a study.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
 pub struct ReviewQueue {
-    #[ts(type = "number")]
     pub study_id: i64,
     /// The recorded seed of the blind order.
     pub seed: String,
@@ -91,7 +87,6 @@ pub struct ReviewQueue {
     /// Disagreements per candidate over the whole study (before the filter).
     #[ts(type = "Record<string, number>")]
     pub disagreements: BTreeMap<String, u64>,
-    #[ts(type = "number")]
     pub labelled: u64,
 }
 
@@ -117,9 +112,7 @@ pub struct LabelOutcome {
 /// A verification of the study's audit chain and of the labels against it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
 pub struct AuditReport {
-    #[ts(type = "number")]
     pub study_id: i64,
-    #[ts(type = "number")]
     pub events: u64,
     pub intact: bool,
     /// The first event whose link or content does not match.

@@ -61,7 +61,6 @@ pub(crate) struct ActiveRuns {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
 #[ts(optional_fields)]
 pub struct QualityRunInput {
-    #[ts(type = "number")]
     pub study_id: i64,
     pub cell: String,
     /// Server root or its `/v1` prefix.
@@ -103,7 +102,6 @@ pub struct QualityRunInput {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
 #[ts(optional_fields)]
 pub struct LoadRunInput {
-    #[ts(type = "number")]
     pub study_id: i64,
     pub cell: String,
     pub base_url: String,
@@ -138,9 +136,7 @@ pub struct LoadRunInput {
 /// A run as listed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
 pub struct RunSummary {
-    #[ts(type = "number")]
     pub id: i64,
-    #[ts(type = "number")]
     pub study_id: i64,
     pub cell: String,
     /// `quality` or `load`.
@@ -153,18 +149,14 @@ pub struct RunSummary {
     pub started_at: String,
     pub finished_at: Option<String>,
     pub elapsed_ms: Option<f64>,
-    #[ts(type = "number | null")]
     pub planned: Option<i64>,
-    #[ts(type = "number")]
     pub ok: i64,
-    #[ts(type = "number")]
     pub failed: i64,
     pub note: Option<String>,
     pub config_sha256: String,
     #[ts(type = "Record<string, unknown>")]
     pub config: Value,
     /// The import that created the run; absent for runs KV Gate executed.
-    #[ts(type = "number | null")]
     pub import_id: Option<i64>,
     /// `per_request`, `aggregate` (the source published only aggregates: no request rows
     /// exist) or `evidence` (a startup log or metric scrapes, no requests).
@@ -192,7 +184,6 @@ pub struct EvidenceInfo {
     pub kind: String,
     pub source_name: String,
     pub sha256: String,
-    #[ts(type = "number")]
     pub bytes: u64,
 }
 
@@ -227,7 +218,6 @@ pub enum RunPhase {
 /// A progress report of a running run, for progress bars and app events.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
 pub struct RunEvent {
-    #[ts(type = "number")]
     pub run_id: i64,
     pub phase: RunPhase,
     pub progress: RunProgress,

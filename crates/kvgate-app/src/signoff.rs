@@ -86,7 +86,6 @@ pub struct CheckStatus {
 /// The checklist of a study.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
 pub struct Checklist {
-    #[ts(type = "number")]
     pub study_id: i64,
     pub checks: Vec<CheckStatus>,
     /// The decisions recorded, oldest first.
@@ -96,7 +95,6 @@ pub struct Checklist {
 /// What signing a check takes. Recovery is refused until a recovery plan is recorded.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
 pub struct SignInput {
-    #[ts(type = "number")]
     pub study_id: i64,
     pub check: Check,
     pub by: String,
@@ -108,7 +106,6 @@ pub struct SignInput {
 /// What recording a decision takes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
 pub struct DecideInput {
-    #[ts(type = "number")]
     pub study_id: i64,
     pub candidate: String,
     pub outcome: DecisionOutcome,

@@ -18,9 +18,7 @@ use crate::{AppError, ErrorCode};
 /// Progress of hashing a checkpoint, as the desktop's `weights-progress` event carries it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS, JsonSchema)]
 pub struct WeightsProgress {
-    #[ts(type = "number")]
     pub bytes_hashed: u64,
-    #[ts(type = "number")]
     pub bytes_total: u64,
 }
 

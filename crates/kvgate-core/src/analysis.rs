@@ -81,7 +81,6 @@ pub struct RunInput {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
 pub struct CapacityEvidence {
     /// KV capacity in tokens as the engine reported it at startup.
-    #[ts(type = "number | null")]
     pub engine_kv_tokens: Option<u64>,
     /// KV cache size in MiB as the engine reported it.
     pub engine_kv_mib: Option<f64>,
@@ -94,10 +93,8 @@ pub struct CapacityEvidence {
     /// Preemptions counted over the scrapes (restart-aware delta).
     pub preemptions_delta: Option<f64>,
     /// Runs whose scrapes fed these figures.
-    #[ts(type = "Array<number>")]
     pub runs: Vec<i64>,
     /// KV positions the manifest's KV budget holds by the KV model, beside the engine's figure.
-    #[ts(type = "number | null")]
     pub model_kv_tokens: Option<u64>,
     /// For a candidate: whether B0's representation still holds this candidate's admission limit.
     pub rollback_fit: Option<crate::kv_capacity::RollbackFit>,
@@ -129,26 +126,18 @@ pub struct StudyInput {
 /// Request counts of a cell: every measured request is offered.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, TS, JsonSchema)]
 pub struct RequestCounts {
-    #[ts(type = "number")]
     pub offered: u64,
     /// Ended `ok`.
-    #[ts(type = "number")]
     pub completed: u64,
     /// Ended with an error.
-    #[ts(type = "number")]
     pub failed: u64,
     /// Refused by the server.
-    #[ts(type = "number")]
     pub rejected: u64,
-    #[ts(type = "number")]
     pub timeout: u64,
     /// Never ended (cancelled or cut off).
-    #[ts(type = "number")]
     pub unfinished: u64,
     /// Judged by the validator, and of those accepted.
-    #[ts(type = "number")]
     pub validated: u64,
-    #[ts(type = "number")]
     pub accepted: u64,
 }
 
@@ -159,10 +148,8 @@ pub struct ClassLatency {
     pub itl_ms: Percentiles,
     pub e2e_ms: Percentiles,
     /// `ok` requests of the class.
-    #[ts(type = "number")]
     pub count: u64,
     /// `ok` requests with at most one output token: no inter-token latency exists.
-    #[ts(type = "number")]
     pub itl_not_applicable: u64,
     /// The TTFT distribution for a CDF: its quantiles at 0, 1, …, 100 % (empty without values).
     pub ttft_cdf_ms: Vec<f64>,
@@ -180,20 +167,14 @@ fn cdf(sorted: &[f64]) -> Vec<f64> {
 /// Why cohort requests were not good.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, TS, JsonSchema)]
 pub struct SloMisses {
-    #[ts(type = "number")]
     pub ttft: u64,
-    #[ts(type = "number")]
     pub itl: u64,
-    #[ts(type = "number")]
     pub e2e: u64,
     /// `ok` but finished after the drain deadline.
-    #[ts(type = "number")]
     pub after_drain: u64,
     /// `ok` but rejected by the validator.
-    #[ts(type = "number")]
     pub not_accepted: u64,
     /// An SLO could not be checked because a timing was not recorded: not good.
-    #[ts(type = "number")]
     pub timing_missing: u64,
 }
 
@@ -211,23 +192,16 @@ impl SloMisses {
 /// Useful goodput of one class in one run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
 pub struct RunGoodput {
-    #[ts(type = "number")]
     pub run_id: i64,
     pub per_s: f64,
-    #[ts(type = "number")]
     pub good: u64,
-    #[ts(type = "number")]
     pub cohort: u64,
     /// Cohort requests that had not ended by the drain deadline.
-    #[ts(type = "number")]
     pub unfinished: u64,
-    #[ts(type = "number")]
     pub failed: u64,
-    #[ts(type = "number")]
     pub rejected: u64,
     pub misses: SloMisses,
     /// Good requests whose ITL SLO did not apply (at most one output token).
-    #[ts(type = "number")]
     pub itl_not_applicable: u64,
     /// The run had no verdicts: goodput counts SLOs only, not answer quality.
     pub slo_only: bool,
@@ -238,18 +212,12 @@ pub struct RunGoodput {
 pub struct ClassGoodput {
     /// Mean over the runs, per second.
     pub per_s: Option<f64>,
-    #[ts(type = "number")]
     pub good: u64,
-    #[ts(type = "number")]
     pub cohort: u64,
-    #[ts(type = "number")]
     pub unfinished: u64,
-    #[ts(type = "number")]
     pub failed: u64,
-    #[ts(type = "number")]
     pub rejected: u64,
     pub misses: SloMisses,
-    #[ts(type = "number")]
     pub itl_not_applicable: u64,
     /// True when any run counted SLOs only (no verdicts): labelled "SLO-only".
     pub slo_only: bool,
@@ -276,11 +244,8 @@ pub struct PairedRow {
     pub kind: StratumKind,
     /// A protected segment: this row gates the candidate.
     pub protected: bool,
-    #[ts(type = "number")]
     pub n: u64,
-    #[ts(type = "number")]
     pub b: u64,
-    #[ts(type = "number")]
     pub c: u64,
     pub delta: Option<f64>,
     pub mcnemar_p: f64,
@@ -303,9 +268,7 @@ pub struct FloorCheck {
     pub protected: bool,
     pub floor: f64,
     /// Items of the segment the cell's first pass judged, and of those accepted.
-    #[ts(type = "number")]
     pub n: u64,
-    #[ts(type = "number")]
     pub accepted: u64,
     pub rate: Option<f64>,
     /// `None` when the segment has no judged item.
@@ -315,11 +278,8 @@ pub struct FloorCheck {
 /// B0 against itself: how often the same item flips between two B0 passes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
 pub struct NoiseFloor {
-    #[ts(type = "number")]
     pub n: u64,
-    #[ts(type = "number")]
     pub b: u64,
-    #[ts(type = "number")]
     pub c: u64,
     /// (b + c) / n.
     pub flip_rate: f64,
@@ -367,7 +327,6 @@ pub struct CellAnalysis {
     pub manifest_sha256: String,
     pub valid: bool,
     pub invalid_reasons: Vec<String>,
-    #[ts(type = "Array<number>")]
     pub runs: Vec<i64>,
     pub requests: RequestCounts,
     /// Per class (policy order), then [`UNCLASSIFIED`] when any request had no class.

@@ -71,11 +71,9 @@ pub struct ObservedEngine {
     pub kv_cache_mib: Option<f64>,
     /// vLLM KV cache capacity in tokens.
     #[serde(default)]
-    #[ts(type = "number | null")]
     pub kv_cache_tokens: Option<u64>,
     /// llama.cpp KV cells (token positions).
     #[serde(default)]
-    #[ts(type = "number | null")]
     pub kv_cells: Option<u64>,
     /// The evidence says the engine did not start (quoted with its line): never valid.
     #[serde(default, skip_serializing_if = "Option::is_none")]

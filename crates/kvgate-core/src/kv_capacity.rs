@@ -98,7 +98,6 @@ pub fn representation_of(kv_dtype: &str, model_dtype: &str) -> Option<KvRepresen
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SlidingWindowTerm {
-    #[ts(type = "number")]
     pub window_positions: u64,
     pub layers: Vec<u32>,
 }
@@ -152,28 +151,20 @@ pub struct KvShape {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, JsonSchema)]
 pub struct KvBytesBreakdown {
     /// Σ retained positions over the sequences given.
-    #[ts(type = "number")]
     pub retained_positions: u64,
     pub reduced_layers: u32,
     pub skipped_layers: u32,
     pub sliding_window_layers: u32,
     /// The seed's term: 2 × layers × KV heads × head dim × positions × bytes per element, over
     /// the reduced-precision layers (sliding-window layers capped at the window).
-    #[ts(type = "number")]
     pub payload_bytes: u64,
     /// The same for skipped layers at their own element size.
-    #[ts(type = "number")]
     pub skipped_layers_bytes: u64,
     /// Extra bytes from rounding each sequence up to whole blocks.
-    #[ts(type = "number")]
     pub block_rounding_bytes: u64,
-    #[ts(type = "number")]
     pub per_block_scale_bytes: u64,
-    #[ts(type = "number")]
     pub per_head_scale_bytes: u64,
-    #[ts(type = "number")]
     pub per_tensor_scale_bytes: u64,
-    #[ts(type = "number")]
     pub total_bytes: u64,
     pub caveat: String,
 }
@@ -182,19 +173,14 @@ pub struct KvBytesBreakdown {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, JsonSchema)]
 #[ts(optional_fields)]
 pub struct TokenCapacity {
-    #[ts(type = "number")]
     pub budget_bytes: u64,
     /// Per-head and per-tensor scales: paid once, whatever the positions.
-    #[ts(type = "number")]
     pub fixed_bytes: u64,
     /// Bytes one more position costs across all layers (scales included).
-    #[ts(type = "number")]
     pub bytes_per_position: u64,
     /// Positions that fit, whole blocks only when a block size is set.
-    #[ts(type = "number")]
     pub positions: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[ts(type = "number")]
     pub blocks: Option<u64>,
     pub caveat: String,
 }
@@ -205,7 +191,6 @@ pub struct TokenCapacity {
 pub struct AdmissionLimit {
     pub max_num_seqs: u32,
     /// Retained positions per admitted sequence (e.g. the context limit, or a class's length).
-    #[ts(type = "number")]
     pub positions_per_sequence: u64,
 }
 
@@ -213,17 +198,13 @@ pub struct AdmissionLimit {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, JsonSchema)]
 #[ts(optional_fields)]
 pub struct RollbackFit {
-    #[ts(type = "number")]
     pub required_bytes: u64,
-    #[ts(type = "number")]
     pub budget_bytes: u64,
     pub fits: bool,
     /// Bytes missing; absent when it fits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[ts(type = "number")]
     pub shortfall_bytes: Option<u64>,
     /// Sequences of that length B0's representation holds: reduce admission to this first.
-    #[ts(type = "number")]
     pub max_sequences_that_fit: u64,
     pub caveat: String,
 }

@@ -137,7 +137,6 @@ pub struct GpuGroup {
     pub model: String,
     pub count: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[ts(type = "number")]
     pub memory_bytes: Option<u64>,
 }
 
@@ -176,7 +175,6 @@ pub struct MemoryBudget {
     pub gpu_memory_utilization: Option<f64>,
     /// vLLM `--kv-cache-memory-bytes`: a fixed KV budget instead of a fraction.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[ts(type = "number")]
     pub kv_cache_memory_bytes: Option<u64>,
 }
 
@@ -241,7 +239,6 @@ pub struct DecodingParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_p: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[ts(type = "number")]
     pub seed: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repetition_penalty: Option<f64>,

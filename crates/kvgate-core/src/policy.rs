@@ -39,7 +39,6 @@ pub struct Policy {
 pub struct RequestClass {
     pub name: String,
     /// Largest input (prompt) token count of the class, inclusive.
-    #[ts(type = "number")]
     pub max_input_tokens: u64,
     /// Only requests of this route belong to the class, when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -368,10 +367,8 @@ impl Policy {
 /// A locked policy version of a study.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
 pub struct LockedPolicy {
-    #[ts(type = "number")]
     pub study_id: i64,
     /// 1 for the first lock; each change makes the next version.
-    #[ts(type = "number")]
     pub version: i64,
     pub policy: Policy,
     /// sha256 of the policy's canonical JSON.
@@ -380,7 +377,6 @@ pub struct LockedPolicy {
     pub locked_at: String,
     pub locked_by: String,
     /// Runs of the study that held measured requests when this version was locked.
-    #[ts(type = "number")]
     pub runs_at_lock: i64,
     /// True when this version replaced an earlier one after results existed: shown permanently.
     pub changed_after_results: bool,

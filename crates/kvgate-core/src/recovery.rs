@@ -61,7 +61,6 @@ pub struct RecoveryPlan {
     /// Concurrent sequences to admit before the larger (baseline) cache is restored, when the
     /// candidate's admission would not fit it; absent when rollback fits as is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[ts(type = "number | null")]
     pub admission_before_restore: Option<u64>,
     pub rehearsal: Rehearsal,
 }

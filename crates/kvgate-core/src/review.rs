@@ -122,7 +122,6 @@ impl AuditKind {
 /// One event of a study's audit chain.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
 pub struct AuditEvent {
-    #[ts(type = "number")]
     pub seq: i64,
     /// RFC 3339 UTC.
     pub at: String,
@@ -170,7 +169,6 @@ pub fn event_hash(
 /// Where a chain is broken.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, JsonSchema)]
 pub struct ChainBreak {
-    #[ts(type = "number")]
     pub seq: i64,
     pub reason: String,
 }

@@ -80,12 +80,9 @@ pub struct RequestRecord {
     /// The text streamed so far (complete for `ok`, partial otherwise).
     pub output_text: String,
     /// From the server's `usage`; `None` when it sent none.
-    #[ts(type = "number | null")]
     pub prompt_tokens: Option<u64>,
-    #[ts(type = "number | null")]
     pub completion_tokens: Option<u64>,
     /// `usage.prompt_tokens_details.cached_tokens`: prefix-cache hits, when reported.
-    #[ts(type = "number | null")]
     pub cached_prompt_tokens: Option<u64>,
     /// `length`, `stop`, … as the server sent it.
     pub finish_reason: Option<String>,
@@ -143,7 +140,6 @@ impl RequestRecord {
 #[serde(deny_unknown_fields)]
 pub struct RunTiming {
     /// Unix time in milliseconds of the run clock's zero, read once when the run started.
-    #[ts(type = "number")]
     pub wall_anchor_unix_ms: i64,
 }
 

@@ -137,7 +137,6 @@ pub struct Percentiles {
     /// 99th percentile; `None` for an empty sample.
     pub p99: Option<f64>,
     /// Number of values.
-    #[ts(type = "number")]
     pub count: u64,
 }
 
@@ -735,13 +734,10 @@ impl PairedVerdict {
 #[derive(Serialize, Deserialize, TS, JsonSchema, Debug, Clone, PartialEq)]
 pub struct PairedStats {
     /// Paired items.
-    #[ts(type = "number")]
     pub n: u64,
     /// Items the baseline accepted and the candidate rejected.
-    #[ts(type = "number")]
     pub b: u64,
     /// Items the baseline rejected and the candidate accepted.
-    #[ts(type = "number")]
     pub c: u64,
     /// Δ = (c − b)/n, candidate minus baseline acceptance rate; `None` when n = 0.
     pub delta: Option<f64>,
@@ -827,7 +823,6 @@ pub struct PairsPlan {
     /// Probability of concluding non-inferiority when the true Δ is 0.
     pub power: f64,
     /// Paired items needed, rounded up.
-    #[ts(type = "number")]
     pub pairs: u64,
 }
 
@@ -925,7 +920,6 @@ pub fn pairs_plan(
 #[derive(Serialize, Deserialize, TS, JsonSchema, Debug, Clone, PartialEq)]
 pub struct RepeatSummary {
     /// Number of repeats.
-    #[ts(type = "number")]
     pub n: u64,
     /// Arithmetic mean; `None` without repeats.
     pub mean: Option<f64>,

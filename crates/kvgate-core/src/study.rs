@@ -55,7 +55,6 @@ impl Provenance {
 /// A stored study.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, JsonSchema)]
 pub struct Study {
-    #[ts(type = "number")]
     pub id: i64,
     pub name: String,
     pub description: String,

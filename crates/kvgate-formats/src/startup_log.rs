@@ -25,7 +25,6 @@ pub struct Found<T> {
 pub struct LlamaKvCache {
     /// Total size as printed, in MiB (two decimals: not exact bytes).
     pub size_mib: f64,
-    #[ts(type = "number")]
     pub cells: u64,
     pub layers: u32,
     pub seqs: String,
@@ -62,7 +61,6 @@ pub struct StartupEvidence {
     /// Where each server start begins (llama.cpp's `system_info:` line): a log holding more
     /// than one start cannot say which engine a run talked to.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[ts(as = "Vec<f64>")]
     pub starts: Vec<usize>,
     /// vLLM's version as the engine printed it (`Initializing a V1 LLM engine (v0.29.0)`,
     /// `vLLM API server version 0.10.1.1`).
@@ -82,11 +80,9 @@ pub struct StartupEvidence {
     pub available_kv_cache_gib: Option<Found<f64>>,
     /// vLLM `GPU KV cache size: N tokens`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[ts(as = "Option<Found<f64>>")]
     pub kv_cache_tokens: Option<Found<u64>>,
     /// vLLM `Maximum concurrency for N tokens per request: X.XXx`: (tokens per request, factor).
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[ts(as = "Option<Found<(f64, f64)>>")]
     pub max_concurrency: Option<Found<(u64, f64)>>,
     /// Lines showing default scales (1.0) or uncalibrated q/prob scales: expected in a C1 run,
     /// drift in a C2 run.

@@ -37,7 +37,6 @@ pub const DEFAULT_REPRESENTATIVE: usize = 12;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
 #[ts(optional_fields)]
 pub struct PacketExportInput {
-    #[ts(type = "number")]
     pub study_id: i64,
     /// A folder to create (absent or empty), or with `zip` the zip file to create.
     pub out: String,
@@ -54,7 +53,6 @@ pub struct PacketExportInput {
 pub struct PacketFile {
     pub path: String,
     pub sha256: String,
-    #[ts(type = "number")]
     pub size: u64,
 }
 
@@ -88,7 +86,6 @@ pub struct PacketExport {
 pub struct PacketVerification {
     pub target: String,
     pub verified: bool,
-    #[ts(type = "number")]
     pub files_checked: u64,
     /// Files whose bytes differ from the index (path, with expected and found digests).
     pub modified: Vec<String>,

@@ -287,7 +287,6 @@ pub struct ImportWarning {
     pub at: String,
     pub message: String,
     /// How many rows it concerns (0 when it is about the file as a whole).
-    #[ts(type = "number")]
     pub rows: u64,
 }
 

@@ -57,7 +57,6 @@ pub enum WeightsVerdict {
     WeightsIdentical,
     /// Same weights; the candidate has `count` scale tensors the base has not.
     WeightsIdenticalScalesAdded {
-        #[ts(type = "number")]
         count: u64,
     },
     /// The hidden weight change the seed warns about.

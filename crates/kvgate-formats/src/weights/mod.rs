@@ -209,9 +209,7 @@ impl TensorInventory {
 pub struct TensorDigest {
     pub name: String,
     pub dtype: String,
-    #[ts(type = "Array<number>")]
     pub shape: Vec<u64>,
-    #[ts(type = "number")]
     pub bytes: u64,
     /// Lowercase hex sha256 of the tensor's data bytes.
     pub sha256: String,
@@ -280,7 +278,6 @@ pub struct ScaleTensor {
     pub max: Option<f64>,
     /// NaN and infinite elements (a scale like that breaks the cache); absent when not decoded.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[ts(as = "Option<f64>")]
     pub non_finite: Option<u64>,
 }
 
@@ -295,13 +292,9 @@ pub struct CheckpointDigest {
     pub digest_scheme: String,
     /// The manifest's `weights_digest`: over the weight tensors only (scale tensors excluded).
     pub weights_digest: String,
-    #[ts(type = "number")]
     pub weight_tensor_count: u64,
-    #[ts(type = "number")]
     pub weight_bytes: u64,
-    #[ts(type = "number")]
     pub scale_tensor_count: u64,
-    #[ts(type = "number")]
     pub scale_bytes: u64,
     /// The same scheme over the scale tensors: a candidate for `scale_artifact_sha256` when the
     /// scales come with the checkpoint. Absent when there are none.

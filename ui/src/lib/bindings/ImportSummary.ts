@@ -8,4 +8,4 @@ export type ImportSummary = { id: number, study_id: number, cell: string, format
 /**
  * The runs it created (filled right after an import; empty in listings).
  */
-run_ids: number[], };
+run_ids: Array<number>, };

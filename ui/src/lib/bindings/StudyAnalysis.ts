@@ -11,7 +11,7 @@ export type StudyAnalysis = { study_id: number, study_name: string, provenance: 
 /**
  * "synthetic" / stand-in label of the study's data, shown with every figure.
  */
-provenance_label: string, policy_version: bigint, policy_sha256: string, policy_locked_at: string, policy_locked_by: string, policy_changed_after_results: boolean, 
+provenance_label: string, policy_version: number, policy_sha256: string, policy_locked_at: string, policy_locked_by: string, policy_changed_after_results: boolean, 
 /**
  * Measured requests read.
  */
