@@ -30,9 +30,7 @@ use crate::{AppError, AppInfo, ErrorCode};
 
 /// Exports every type the UI exchanges with the shells, with its dependencies, into `dir`.
 pub fn write_bindings(dir: &Path) -> Result<(), String> {
-    // Counts, ids and sizes cross the IPC as JSON numbers: every value KV Gate exchanges is
-    // below 2^53 (request indices, byte counts, Unix milliseconds).
-    let cfg = Config::new().with_out_dir(dir).with_large_int("number");
+    let cfg = kvgate_core::ts_config().with_out_dir(dir);
     fn one<T: TS + 'static>(cfg: &Config) -> Result<(), String> {
         T::export_all(cfg).map_err(|e| format!("exporting {}: {e}", T::ident(cfg)))
     }

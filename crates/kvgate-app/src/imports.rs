@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
-use kvgate_core::canonical::{canonical_json, sha256_hex};
+use kvgate_core::canonical::{canonical_json, hex, sha256_hex};
 use kvgate_core::compat::{check_compatibility, ObservedEngine};
 use kvgate_core::manifest::Manifest;
 use kvgate_core::metrics::{normalize, summarize, EngineProfile, MetricPoint};
@@ -391,10 +391,6 @@ fn read_file(input: ImportInput, progress: &ReadProgress) -> Result<ReadFile, Ap
 /// One imported scrape: its run-clock time, its normalized values (or why it has none) and the
 /// `cache_config_info` facts it carries with their lines.
 type ReadScrape = (f64, Result<Value, String>, Option<(ObservedEngine, String)>);
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
 
 fn figures(run: &ParsedRun) -> Vec<ImportFigure> {
     // Prefer the headline figures: counts, rates, then latency percentiles.

@@ -103,7 +103,7 @@ fn items(n: usize) -> Vec<Item> {
 
 /// A deterministic uniform in [0, 1) from two keys.
 fn hash_unit(a: u64, b: u64) -> f64 {
-    let mut rng = Rng(a.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ b.rotate_left(29) ^ 0x5eed);
+    let mut rng = Rng::new(a.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ b.rotate_left(29) ^ 0x5eed);
     rng.next();
     rng.unit()
 }
@@ -302,7 +302,7 @@ fn compatibility(cell: &str, kv: &str, mib: f64) -> RunFileEvidence {
 
 /// Writes one run as a `kvgate-run` file.
 fn write_run(path: &Path, spec: &RunSpec, digest: &str, items: &[Item]) -> Result<(), String> {
-    let mut rng = Rng(0x6b76_6761_7465_0100 ^ spec.seed);
+    let mut rng = Rng::new(0x6b76_6761_7465_0100 ^ spec.seed);
     let mut requests = Vec::with_capacity(spec.requests + 4);
     let mut clock = 0.0;
     // Four warm-up requests first, on the quality runs (not measured).

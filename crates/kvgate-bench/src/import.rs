@@ -11,35 +11,37 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
+use kvgate_core::prng::SplitMix64;
+
 use crate::{root, Row};
 
 const DEFAULT_REQUESTS: usize = 1_000_000;
 const SEED: u64 = 0x6b76_6761_7465_0001;
 
-/// SplitMix64: small, deterministic, good enough for synthetic measurements.
-pub(crate) struct Rng(pub(crate) u64);
+/// The synthetic measurements' draws, from KV Gate's one generator (SplitMix64).
+pub(crate) struct Rng(SplitMix64);
 
 impl Rng {
+    pub(crate) fn new(seed: u64) -> Rng {
+        Rng(SplitMix64::new(seed))
+    }
+
     pub(crate) fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     /// Uniform in [0, 1).
     pub(crate) fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+        self.0.next_f64()
     }
 
     pub(crate) fn exp(&mut self, mean: f64) -> f64 {
-        -mean * (1.0 - self.unit()).ln()
+        mean * self.0.exponential()
     }
 
     /// Uniform in lo..=hi.
     pub(crate) fn range(&mut self, lo: u64, hi: u64) -> u64 {
-        lo + self.next() % (hi - lo + 1)
+        self.0.between(lo, hi)
     }
 }
 
@@ -109,7 +111,7 @@ const ERRORS: &[&str] = &[
 /// (so the detailed file stays a few hundred MB), about 0.5% failed the way vLLM records a
 /// failure (0 placeholders, empty text, the exception text).
 fn generate(n: usize) -> Vec<Request> {
-    let mut rng = Rng(SEED);
+    let mut rng = Rng::new(SEED);
     let mut clock = 81_234.5 + rng.unit();
     let mut requests = Vec::with_capacity(n);
     for _ in 0..n {

@@ -53,14 +53,18 @@ pub fn parse_strict(text: &str) -> Result<Value, CanonicalError> {
     Ok(value)
 }
 
-/// Lowercase 64-hex sha256 of `bytes`.
+/// Lowercase 64-hex sha256 of `bytes`: the one digest form KV Gate writes and compares.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    let mut hex = String::with_capacity(64);
-    for byte in digest {
-        let _ = write!(hex, "{byte:02x}");
+    hex(&Sha256::digest(bytes))
+}
+
+/// Lowercase hex of a finished digest (a streaming hasher's `finalize()`), as `sha256_hex` writes it.
+pub fn hex(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for byte in bytes {
+        let _ = write!(out, "{byte:02x}");
     }
-    hex
+    out
 }
 
 /// True when `s` is exactly 64 lowercase hexadecimal digits, the form `sha256_hex` produces.

@@ -1104,7 +1104,7 @@ mod tests {
         assert_eq!(o.kv_cells, Some(2048));
         assert_eq!(o.k_cache_dtype, None);
 
-        let cfg = ts_rs::Config::new();
+        let cfg = crate::ts_config();
         let decl = <ObservedEngine as TS>::decl(&cfg);
         assert!(decl.contains("kv_cache_tokens: number | null"), "{decl}");
         assert!(decl.contains("flash_attention: boolean | null"), "{decl}");

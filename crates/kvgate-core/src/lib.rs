@@ -13,6 +13,7 @@ pub mod kv_capacity;
 pub mod manifest;
 pub mod metrics;
 pub mod policy;
+pub mod prng;
 pub mod recovery;
 pub mod review;
 pub mod run;
@@ -21,3 +22,10 @@ pub mod study;
 pub mod table;
 pub mod test_cell;
 pub mod validator;
+
+/// How the TypeScript bindings are written (the UI's generated types and every test of them):
+/// counts, ids and sizes cross the IPC as JSON numbers, since every value KV Gate exchanges is
+/// below 2^53 (request indices, byte counts, Unix milliseconds).
+pub fn ts_config() -> ts_rs::Config {
+    ts_rs::Config::new().with_large_int("number")
+}

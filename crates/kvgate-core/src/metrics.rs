@@ -794,7 +794,7 @@ mod tests {
 
     #[test]
     fn types_export_to_typescript_and_json_schema() {
-        let cfg = ts_rs::Config::new();
+        let cfg = crate::ts_config();
         let decl = <CanonicalMetric as TS>::decl(&cfg);
         assert!(decl.contains("\"kv_cache_usage\""), "{decl}");
         let decl = <MetricSummary as TS>::decl(&cfg);

@@ -274,7 +274,7 @@ mod tests {
 
     #[test]
     fn run_types_export_to_typescript_and_json_schema() {
-        let cfg = ts_rs::Config::new();
+        let cfg = crate::ts_config();
         let decl = <RequestRecord as TS>::decl(&cfg);
         assert!(decl.contains("first_token_ms: number | null"), "{decl}");
         assert!(decl.contains("prompt_tokens: number | null"), "{decl}");

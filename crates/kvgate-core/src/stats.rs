@@ -1587,7 +1587,7 @@ mod tests {
             r#""non_inferior""#
         );
 
-        let cfg = ts_rs::Config::new();
+        let cfg = crate::ts_config();
         let decl = <PairedStats as TS>::decl(&cfg);
         assert!(decl.contains("n: number"), "{decl}");
         assert!(decl.contains("delta: number | null"), "{decl}");

@@ -2,7 +2,6 @@
 //! counting tokens exactly as the model's server does, with the file's sha256 for provenance.
 
 use kvgate_core::fixtures::TokenCounter;
-use sha2::{Digest, Sha256};
 
 /// A tokenizer loaded from the bytes of a `tokenizer.json`.
 pub struct PinnedTokenizer {
@@ -27,7 +26,7 @@ impl PinnedTokenizer {
         })?;
         Ok(PinnedTokenizer {
             tokenizer,
-            sha256: hex(&Sha256::digest(bytes)),
+            sha256: kvgate_core::canonical::sha256_hex(bytes),
         })
     }
 
@@ -52,10 +51,6 @@ impl TokenCounter for PinnedTokenizer {
     fn tokenizer_sha256(&self) -> String {
         self.sha256.clone()
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::prng::SplitMix64;
+use kvgate_core::prng::SplitMix64;
 
 /// Most arrivals one plan may hold (a request index is a `u32`; memory stays bounded).
 pub const MAX_ARRIVALS: usize = 5_000_000;

@@ -14,7 +14,6 @@ pub mod arrivals;
 pub mod client;
 pub mod clock;
 pub mod metrics;
-pub mod prng;
 pub mod quality;
 pub mod schedule;
 mod sse;

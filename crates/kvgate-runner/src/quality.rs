@@ -5,7 +5,7 @@ use kvgate_core::fixtures::FixtureItem;
 use kvgate_core::manifest::Manifest;
 use serde_json::{json, Map, Value};
 
-use crate::prng::SplitMix64;
+use kvgate_core::prng::SplitMix64;
 
 /// `(repeat, item_id)` pairs: repeat 0 first (all items, shuffled), then repeat 1 (shuffled
 /// again), … Blocks per repeat keep every repeat a complete pass for repeated-run variation.

@@ -452,7 +452,7 @@ fn verdict_and_expected_answer_serialise_as_documented() {
 
 #[test]
 fn types_export_to_typescript_and_json_schema() {
-    let cfg = ts_rs::Config::new();
+    let cfg = crate::ts_config();
     let verdict = <Verdict as TS>::decl(&cfg);
     assert!(verdict.contains("reasons: Array<ReasonCode>"), "{verdict}");
     let answer = <ExtractionAnswer as TS>::decl(&cfg);

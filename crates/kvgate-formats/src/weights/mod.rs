@@ -247,14 +247,7 @@ pub fn tensors_digest(tensors: &[&TensorDigest]) -> String {
     hex(&hasher.finalize())
 }
 
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(s, "{b:02x}");
-    }
-    s
-}
+pub(crate) use kvgate_core::canonical::hex;
 
 /// One tensor recognised as KV/attention scale metadata by [`SCALE_TENSOR_PATTERNS`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]

@@ -246,7 +246,7 @@ fn comparison_serializes_with_a_tagged_verdict() {
     assert_eq!(json["verdict"]["count"], 6);
 
     use ts_rs::TS;
-    let decl = <WeightsVerdict as TS>::decl(&ts_rs::Config::new());
+    let decl = <WeightsVerdict as TS>::decl(&kvgate_core::ts_config());
     assert!(decl.contains("\"kind\": \"weights_differ\""), "{decl}");
     assert!(decl.contains("count: number"), "{decl}");
 }

@@ -184,7 +184,7 @@ fn scale_digest_json_exports_to_typescript_and_schema() {
     assert_eq!(scale["min"], 0.25);
 
     use ts_rs::TS;
-    let cfg = ts_rs::Config::new();
+    let cfg = kvgate_core::ts_config();
     let decl = <kvgate_formats::weights::CheckpointDigest as TS>::decl(&cfg);
     assert!(decl.contains("weight_bytes: number"), "{decl}");
     let tensor = <kvgate_formats::weights::TensorDigest as TS>::decl(&cfg);
