@@ -24,6 +24,12 @@ mod studies;
 pub mod weights;
 
 pub use error::{AppError, ErrorCode};
+
+/// The domain types and rules the shells name and pass through: the shells depend on this crate
+/// alone, and every rule stays in `kvgate-core`.
+pub use kvgate_core as domain;
+/// The outside formats the shells name (import formats, weight-scale patterns, startup logs).
+pub use kvgate_formats as formats;
 pub use location::{default_db_path, DbLocation, DATA_DIR_ENV, DB_ENV};
 
 use std::path::PathBuf;

@@ -1,8 +1,8 @@
 use std::path::PathBuf;
 
 use clap::Subcommand;
+use kvgate_app::formats::startup_log::parse_startup_log;
 use kvgate_app::{AppError, ErrorCode};
-use kvgate_formats::startup_log::parse_startup_log;
 
 use crate::{print_json, Outcome};
 

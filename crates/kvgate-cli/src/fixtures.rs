@@ -1,9 +1,9 @@
 use std::path::PathBuf;
 
 use clap::{Subcommand, ValueEnum};
+use kvgate_app::domain::fixtures::{Preset, Split};
 use kvgate_app::fixtures::{check_corpora, generate_fixtures, open_corpus, GenerateFixtures};
 use kvgate_app::AppError;
-use kvgate_core::fixtures::{Preset, Split};
 
 use crate::{print_json, Outcome};
 

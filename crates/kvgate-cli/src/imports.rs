@@ -6,10 +6,10 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use clap::Args;
+use kvgate_app::formats::import::mapping::ColumnMapping;
+use kvgate_app::formats::import::ImportFormat;
 use kvgate_app::imports::{ImportEvent, ImportInput, ImportPhase, ImportSummary};
 use kvgate_app::{App, AppError, ErrorCode};
-use kvgate_formats::import::mapping::ColumnMapping;
-use kvgate_formats::import::ImportFormat;
 
 use crate::{print_json, Outcome};
 

@@ -1,9 +1,9 @@
 use clap::Args;
-use kvgate_app::{AppError, ErrorCode};
-use kvgate_core::kv_capacity::{
+use kvgate_app::domain::kv_capacity::{
     kv_bytes, token_capacity, BlockScales, ElementSize, KvShape, ScaleMetadata, SkippedLayersTerm,
     SlidingWindowTerm, NOT_FOR_LATENT_OR_HYBRID,
 };
+use kvgate_app::{AppError, ErrorCode};
 use serde::Serialize;
 
 use crate::{print_json, Outcome};
@@ -70,9 +70,9 @@ struct Report {
     shape: KvShape,
     positions_per_sequence: u64,
     sequences: u32,
-    breakdown: kvgate_core::kv_capacity::KvBytesBreakdown,
+    breakdown: kvgate_app::domain::kv_capacity::KvBytesBreakdown,
     #[serde(skip_serializing_if = "Option::is_none")]
-    capacity: Option<kvgate_core::kv_capacity::TokenCapacity>,
+    capacity: Option<kvgate_app::domain::kv_capacity::TokenCapacity>,
 }
 
 pub fn run(args: KvCapacityArgs) -> Result<Outcome, AppError> {
@@ -103,7 +103,7 @@ pub fn run(args: KvCapacityArgs) -> Result<Outcome, AppError> {
             per_tensor_scale_bytes: args.per_tensor_scale_bytes,
         },
     };
-    let invalid = |e: kvgate_core::kv_capacity::KvCapacityError| {
+    let invalid = |e: kvgate_app::domain::kv_capacity::KvCapacityError| {
         AppError::new(ErrorCode::InvalidInput, e.to_string())
     };
     let positions = vec![args.tokens; args.sequences as usize];

@@ -185,7 +185,7 @@ fn read_document(file: &std::path::Path, what: &str) -> Result<String, AppError>
 fn report_problems(
     file: &std::path::Path,
     what: &str,
-    problems: &[kvgate_core::policy::PolicyProblem],
+    problems: &[kvgate_app::domain::policy::PolicyProblem],
 ) -> Outcome {
     if problems.is_empty() {
         println!("{}: a valid {what}", file.display());

@@ -1,11 +1,11 @@
 use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
+use kvgate_app::domain::manifest::{diff, Severity};
 use kvgate_app::manifests::{
     check_manifest, classify_diff, parse_valid_manifest, ManifestDiff, ManifestStatus,
 };
 use kvgate_app::{App, AppError, ErrorCode};
-use kvgate_core::manifest::{diff, Severity};
 
 use crate::{print_json, Outcome};
 
@@ -159,7 +159,7 @@ fn digest(file: &Path) -> Result<Outcome, AppError> {
 
 fn diff_files(reference: &Path, candidate: &Path, json: bool) -> Result<Outcome, AppError> {
     let parse = |file: &Path| {
-        kvgate_core::manifest::Manifest::from_json(&read(file)?)
+        kvgate_app::domain::manifest::Manifest::from_json(&read(file)?)
             .map_err(|p| AppError::new(ErrorCode::InvalidInput, format!("{}: {p}", file.display())))
     };
     let (a, b) = (parse(reference)?, parse(candidate)?);

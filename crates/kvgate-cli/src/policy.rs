@@ -1,8 +1,8 @@
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
+use kvgate_app::domain::policy::LockedPolicy;
 use kvgate_app::{App, AppError};
-use kvgate_core::policy::LockedPolicy;
 
 use crate::{print_json, Outcome};
 
@@ -184,7 +184,7 @@ pub async fn analyze(app: &App, args: AnalyzeArgs) -> Result<Outcome, AppError> 
         for p in c
             .paired
             .iter()
-            .filter(|p| p.kind != kvgate_core::analysis::StratumKind::Marginal)
+            .filter(|p| p.kind != kvgate_app::domain::analysis::StratumKind::Marginal)
         {
             println!(
                 "  paired {}{}: n {} b {} c {} Δ {} p {} [{}, {}] margin {} → {:?}",

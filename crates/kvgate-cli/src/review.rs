@@ -1,7 +1,7 @@
 use clap::Subcommand;
+use kvgate_app::domain::review::AdjudicationLabel;
 use kvgate_app::review::{LabelInput, ReviewFilter};
 use kvgate_app::{App, AppError, ErrorCode};
-use kvgate_core::review::AdjudicationLabel;
 
 use crate::{print_json, Outcome};
 

@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand};
+use kvgate_app::domain::policy::SegmentFilter;
 use kvgate_app::runs::{LoadRunInput, QualityRunInput, RunEvent, RunPhase, RunSummary};
 use kvgate_app::{App, AppError, ErrorCode};
-use kvgate_core::policy::SegmentFilter;
 
 use crate::{print_json, Outcome};
 
@@ -347,7 +347,7 @@ pub async fn run(app: &App, cmd: RunCommand) -> Result<Outcome, AppError> {
                 "wrote run {id} to {} ({} lines, sha256 {})",
                 out.display(),
                 text.lines().count(),
-                kvgate_core::canonical::sha256_hex(text.as_bytes())
+                kvgate_app::domain::canonical::sha256_hex(text.as_bytes())
             );
             Ok(Outcome::Success)
         }

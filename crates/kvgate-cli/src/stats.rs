@@ -1,6 +1,6 @@
 use clap::{Args, Subcommand};
+use kvgate_app::domain::stats::{paired_stats, PairedStats};
 use kvgate_app::{AppError, ErrorCode};
-use kvgate_core::stats::{paired_stats, PairedStats};
 
 use crate::{print_json, Outcome};
 
@@ -66,9 +66,13 @@ pub fn run(cmd: StatsCommand) -> Result<Outcome, AppError> {
 }
 
 fn plan(args: PlanArgs) -> Result<Outcome, AppError> {
-    let plan =
-        kvgate_core::stats::pairs_plan(args.margin, args.discordance, args.alpha, args.power)
-            .map_err(|e| AppError::new(ErrorCode::InvalidInput, e.to_string()))?;
+    let plan = kvgate_app::domain::stats::pairs_plan(
+        args.margin,
+        args.discordance,
+        args.alpha,
+        args.power,
+    )
+    .map_err(|e| AppError::new(ErrorCode::InvalidInput, e.to_string()))?;
     if args.json {
         print_json(&plan)?;
     } else {

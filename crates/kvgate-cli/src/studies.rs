@@ -1,6 +1,6 @@
 use clap::Subcommand;
+use kvgate_app::domain::study::{NewStudy, Study};
 use kvgate_app::{App, AppError};
-use kvgate_core::study::{NewStudy, Study};
 
 use crate::print_json;
 

@@ -1,9 +1,9 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use kvgate_app::domain::validator::{ExpectedAnswer, ValidatorPolicy};
 use kvgate_app::fixtures::validate_response;
 use kvgate_app::{AppError, ErrorCode};
-use kvgate_core::validator::{ExpectedAnswer, ValidatorPolicy};
 
 use crate::{print_json, Outcome};
 

@@ -1,12 +1,11 @@
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::Instant;
+use std::sync::atomic::AtomicBool;
 
 use clap::Subcommand;
-use kvgate_app::weights::{compare_weights, digest_weights};
+use kvgate_app::formats::weights::SCALE_TENSOR_PATTERNS;
+use kvgate_app::weights::{compare_weights, digest_weights, ProgressThrottle};
 use kvgate_app::AppError;
-use kvgate_formats::weights::SCALE_TENSOR_PATTERNS;
 
 use crate::{print_json, Outcome};
 
@@ -30,30 +29,22 @@ pub enum WeightsCommand {
 
 /// A progress line on stderr (bytes hashed / total), at most a few times a second.
 struct ProgressLine {
-    started: Instant,
-    last_ms: AtomicU64,
+    throttle: ProgressThrottle,
     show: bool,
 }
 
 impl ProgressLine {
     fn new() -> Self {
         ProgressLine {
-            started: Instant::now(),
-            last_ms: AtomicU64::new(0),
+            throttle: ProgressThrottle::new(200),
             show: std::io::stderr().is_terminal(),
         }
     }
 
     fn update(&self, done: u64, total: u64) {
-        if !self.show {
+        if !self.show || !self.throttle.pass(done, total) {
             return;
         }
-        let now = self.started.elapsed().as_millis() as u64;
-        let last = self.last_ms.load(Ordering::Relaxed);
-        if done < total && now < last + 200 {
-            return;
-        }
-        self.last_ms.store(now, Ordering::Relaxed);
         let mib = |b: u64| b as f64 / 1048576.0;
         let pct = if total == 0 {
             100.0

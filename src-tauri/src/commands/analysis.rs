@@ -1,7 +1,7 @@
 use kvgate_app::analysis::{LockPolicyInput, PolicyStatus, StudyAnalysis};
+use kvgate_app::domain::policy::{LockedPolicy, PolicyProblem};
+use kvgate_app::domain::stats::{required_pairs, PairsPlan};
 use kvgate_app::{App, AppError, ErrorCode};
-use kvgate_core::policy::{LockedPolicy, PolicyProblem};
-use kvgate_core::stats::{required_pairs, PairsPlan};
 use tauri::State;
 
 #[tauri::command]

@@ -1,8 +1,8 @@
 use std::path::PathBuf;
 
+use kvgate_app::domain::fixtures::DisjointReport;
 use kvgate_app::fixtures::{self, GenerateFixtures, LoadedCorpus};
 use kvgate_app::{AppError, ErrorCode};
-use kvgate_core::fixtures::DisjointReport;
 
 /// Runs blocking file and tokenizer work off the async runtime's threads.
 async fn blocking<T: Send + 'static>(

@@ -1,8 +1,8 @@
+use kvgate_app::formats::import::ImportFormat;
 use kvgate_app::imports::{
     sniff_import_format as sniff, ImportInput, ImportPreview, ImportSummary,
 };
 use kvgate_app::{App, AppError};
-use kvgate_formats::import::ImportFormat;
 use tauri::{AppHandle, Emitter, Runtime, State};
 
 /// The event carrying an import's progress (`ImportEvent`).

@@ -1,7 +1,7 @@
+use kvgate_app::domain::policy::PolicyProblem;
 use kvgate_app::recovery::{RecordRecoveryInput, RecordedRecoveryPlan, RecoveryStatus};
 use kvgate_app::review::{AuditReport, LabelInput, LabelOutcome, ReviewFilter, ReviewQueue};
 use kvgate_app::{App, AppError};
-use kvgate_core::policy::PolicyProblem;
 use tauri::State;
 
 #[tauri::command]
@@ -35,7 +35,7 @@ pub async fn checklist(
 pub async fn sign_check(
     app: State<'_, App>,
     input: kvgate_app::signoff::SignInput,
-) -> Result<kvgate_core::review::AuditEvent, AppError> {
+) -> Result<kvgate_app::domain::review::AuditEvent, AppError> {
     app.sign_check(input).await
 }
 
@@ -43,7 +43,7 @@ pub async fn sign_check(
 pub async fn decide(
     app: State<'_, App>,
     input: kvgate_app::signoff::DecideInput,
-) -> Result<kvgate_core::review::AuditEvent, AppError> {
+) -> Result<kvgate_app::domain::review::AuditEvent, AppError> {
     app.decide(input).await
 }
 

@@ -1,5 +1,5 @@
+use kvgate_app::domain::study::{NewStudy, Study};
 use kvgate_app::{App, AppError};
-use kvgate_core::study::{NewStudy, Study};
 use tauri::State;
 
 #[tauri::command]

@@ -1,11 +1,10 @@
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
 
-use kvgate_app::weights::{CheckpointComparison, WeightsProgress};
+use kvgate_app::formats::weights::CheckpointDigest;
+use kvgate_app::weights::{CheckpointComparison, ProgressThrottle, WeightsProgress};
 use kvgate_app::{weights, AppError, ErrorCode};
-use kvgate_formats::weights::CheckpointDigest;
 use tauri::{AppHandle, Emitter, Runtime, State};
 
 /// The cancellation flag of the checkpoint hashing under way (one at a time).
@@ -34,15 +33,12 @@ async fn hashing_job<R: Runtime, T: Send + 'static>(
     }
     let flag = cancel.clone();
     let result = tauri::async_runtime::spawn_blocking(move || {
-        let started = Instant::now();
-        let last_ms = AtomicU64::new(0);
+        // The hashing threads call this after every chunk: at most ten events a second.
+        let throttle = ProgressThrottle::new(100);
         let progress = |done: u64, total: u64| {
-            let now = started.elapsed().as_millis() as u64;
-            // Throttled: the hashing threads call this after every chunk.
-            if done < total && now < last_ms.load(Ordering::Relaxed) + 100 {
+            if !throttle.pass(done, total) {
                 return;
             }
-            last_ms.store(now, Ordering::Relaxed);
             let _ = app.emit(
                 "weights-progress",
                 WeightsProgress {

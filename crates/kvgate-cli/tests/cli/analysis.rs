@@ -70,7 +70,7 @@ fn policy_lock_then_analyze_prints_one_json_document() {
     let sha = stdout(&out).lines().next().unwrap().to_owned();
     assert_eq!(
         sha,
-        kvgate_core::policy::Policy::from_json_text(POLICY)
+        kvgate_app::domain::policy::Policy::from_json_text(POLICY)
             .unwrap()
             .sha256()
     );

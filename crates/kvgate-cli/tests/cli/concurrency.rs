@@ -5,8 +5,8 @@
 use std::io::Write;
 use std::process::{Command, Stdio};
 
+use kvgate_app::domain::study::NewStudy;
 use kvgate_app::{App, DbLocation};
-use kvgate_core::study::NewStudy;
 
 use crate::{cpu_study, kvgate, stderr};
 

@@ -38,7 +38,7 @@ fn row_counts(db: &Path) -> [i64; 6] {
 }
 
 fn sha256(path: &Path) -> String {
-    kvgate_core::canonical::sha256_hex(&std::fs::read(path).unwrap())
+    kvgate_app::domain::canonical::sha256_hex(&std::fs::read(path).unwrap())
 }
 
 #[test]

@@ -100,10 +100,10 @@ fn plan_says_how_many_pairs_a_margin_needs() {
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
-    let expected = kvgate_core::stats::required_pairs(0.02, 0.1, 0.025, 0.8).unwrap();
+    let expected = kvgate_app::domain::stats::required_pairs(0.02, 0.1, 0.025, 0.8).unwrap();
     assert_eq!(v["pairs"].as_u64(), Some(expected));
     // A narrower margin needs more pairs.
-    let wide = kvgate_core::stats::required_pairs(0.05, 0.1, 0.025, 0.8).unwrap();
+    let wide = kvgate_app::domain::stats::required_pairs(0.05, 0.1, 0.025, 0.8).unwrap();
     assert!(wide < expected, "{wide} vs {expected}");
     let out = run(&[
         "stats",
