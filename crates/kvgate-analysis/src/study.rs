@@ -1,8 +1,8 @@
 //! Loads a study's stored evidence into the analysis input of `kvgate-core`.
 //!
-//! Cells are the study's frozen manifests. A cell is valid when at least one of its runs carries
-//! compatibility evidence and none of that evidence shows a problem; otherwise it is invalid and
-//! gets no score. Runs still in progress are left out; every other run, whatever its end, counts.
+//! Cells are the study's frozen manifests; what their evidence decides (the invalid-cell rule,
+//! the capacity roll-up) is `kvgate_core::evidence`. Runs still in progress are left out; every
+//! other run, whatever its end, counts.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -32,8 +32,7 @@ impl Hasher for Fnv {
 use kvgate_core::analysis::{
     CapacityEvidence, CellInput, RequestRow, RunInput, RunKind, StudyInput,
 };
-use kvgate_core::compat::{CellValidity, ObservedEngine};
-use kvgate_core::metrics::{CanonicalMetric, MetricSummary};
+use kvgate_core::evidence::{CellEvidence, EvidenceKind};
 use kvgate_core::policy::ItemStrata;
 use kvgate_core::test_cell::TestCell;
 use kvgate_store::{RunState, Store, StoreError};
@@ -46,14 +45,6 @@ pub enum LoadError {
     Store(#[from] StoreError),
     #[error("manifest of cell `{cell}`: {reason}")]
     Manifest { cell: String, reason: String },
-}
-
-fn max_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
-    match (a, b) {
-        (Some(x), Some(y)) => Some(x.max(y)),
-        (x, None) => x,
-        (None, y) => y,
-    }
 }
 
 /// Reads every frozen cell of a study with its finished runs, evidence and measured requests.
@@ -77,7 +68,7 @@ pub async fn load_study(store: &Store, study_id: i64) -> Result<StudyInput, Load
             capacity: CapacityEvidence::default(),
         });
     }
-    let mut evidence_seen = vec![false; cells.len()];
+    let mut evidence: Vec<CellEvidence> = cells.iter().map(|_| CellEvidence::default()).collect();
     let mut run_slot: HashMap<i64, (usize, usize)> = HashMap::new();
     for run in runs.iter().filter(|r| r.state != RunState::Running) {
         let Some(&ci) = cell_of_manifest.get(&run.manifest_id) else {
@@ -85,56 +76,9 @@ pub async fn load_study(store: &Store, study_id: i64) -> Result<StudyInput, Load
         };
         let cell = &mut cells[ci];
         for e in store.run_evidence(run.id).await? {
-            match e.kind.as_str() {
-                "compatibility" => {
-                    let v: Value = serde_json::from_str(&e.text).unwrap_or(Value::Null);
-                    match serde_json::from_value::<CellValidity>(v["validity"].clone()) {
-                        Ok(validity) => {
-                            evidence_seen[ci] = true;
-                            for p in validity.problems {
-                                let reason = format!("run {}: {p}", run.id);
-                                if !cell.invalid_reasons.contains(&reason) {
-                                    cell.invalid_reasons.push(reason);
-                                }
-                            }
-                        }
-                        Err(err) => cell.invalid_reasons.push(format!(
-                            "run {}: compatibility evidence {} cannot be read: {err}",
-                            run.id, e.source_name
-                        )),
-                    }
-                    if let Ok(observed) =
-                        serde_json::from_value::<ObservedEngine>(v["observed"].clone())
-                    {
-                        let cap = &mut cell.capacity;
-                        cap.engine_kv_tokens = cap.engine_kv_tokens.or(observed.kv_cache_tokens);
-                        cap.engine_kv_mib = cap.engine_kv_mib.or(observed.kv_cache_mib);
-                    }
-                }
-                "metrics" => {
-                    if let Ok(summary) = serde_json::from_str::<MetricSummary>(&e.text) {
-                        let cap = &mut cell.capacity;
-                        let gauge = |m| summary.gauges.get(&m).map(|g| g.max);
-                        cap.kv_usage_max =
-                            max_opt(cap.kv_usage_max, gauge(CanonicalMetric::KvCacheUsage));
-                        cap.waiting_max =
-                            max_opt(cap.waiting_max, gauge(CanonicalMetric::RequestsWaiting));
-                        cap.running_max =
-                            max_opt(cap.running_max, gauge(CanonicalMetric::RequestsRunning));
-                        if let Some(inc) = summary
-                            .counters
-                            .get(&CanonicalMetric::PreemptionsTotal)
-                            .and_then(|c| c.increase)
-                        {
-                            cap.preemptions_delta =
-                                Some(cap.preemptions_delta.unwrap_or(0.0) + inc);
-                        }
-                        if !cap.runs.contains(&run.id) {
-                            cap.runs.push(run.id);
-                        }
-                    }
-                }
-                _ => {}
+            // Kinds this version does not know carry nothing for the analysis.
+            if let Some(kind) = EvidenceKind::parse(&e.kind) {
+                evidence[ci].absorb(cell, run.id, kind, &e.source_name, &e.text);
             }
         }
         let kind = match run.kind {
@@ -154,11 +98,8 @@ pub async fn load_study(store: &Store, study_id: i64) -> Result<StudyInput, Load
             requests: Vec::new(),
         });
     }
-    for (ci, cell) in cells.iter_mut().enumerate() {
-        if !evidence_seen[ci] && cell.invalid_reasons.is_empty() {
-            cell.invalid_reasons
-                .push("invalid — compatibility evidence missing: no run of this cell carries startup evidence".into());
-        }
+    for (cell, evidence) in cells.iter_mut().zip(evidence) {
+        evidence.close(cell);
     }
     let mut items: Vec<(String, Option<ItemStrata>)> = Vec::new();
     // Item ids repeat once per cell and pass: looked up by the borrowed row text, hashed with

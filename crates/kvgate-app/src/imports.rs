@@ -14,7 +14,8 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
 use kvgate_core::canonical::{canonical_json, hex, sha256_hex};
-use kvgate_core::compat::{check_compatibility, ObservedEngine};
+use kvgate_core::compat::ObservedEngine;
+use kvgate_core::evidence::EvidenceKind;
 use kvgate_core::manifest::Manifest;
 use kvgate_core::metrics::{normalize, summarize, EngineProfile, MetricPoint};
 use kvgate_core::run::RequestStatus;
@@ -36,6 +37,7 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use ts_rs::TS;
 
+use crate::evidence::EvidenceSet;
 use crate::{App, AppError, ErrorCode};
 
 /// A file to import into one cell of a study.
@@ -505,43 +507,34 @@ fn check_run_file_binding(
 
 /// Evidence rows for a run: its startup logs and scrapes as read, `cache_config_info`, the metric
 /// summary, and the compatibility check against the manifest when there is engine evidence.
+/// Evidence of another kind is kept verbatim, as found.
 fn evidence_rows(manifest: &Manifest, run: &ParsedRun, scrapes: &[ReadScrape]) -> Vec<RunEvidence> {
-    let mut rows = Vec::new();
-    let mut observed: Option<ObservedEngine> = None;
+    let mut set = EvidenceSet::default();
+    let mut other = Vec::new();
     for e in &run.evidence {
-        let parsed_json = if e.kind == "startup_log" {
-            let parsed = parse_startup_log(&e.text);
-            let o = parsed.observed();
-            observed = Some(match observed {
-                Some(prev) => prev.merge(o),
-                None => o,
-            });
-            serde_json::to_string(&parsed).ok()
-        } else {
-            None
-        };
-        rows.push(RunEvidence {
-            kind: e.kind.clone(),
-            source_name: e.source_name.clone(),
-            sha256: sha256_hex(e.text.as_bytes()),
-            text: e.text.clone(),
-            parsed_json,
-        });
+        match EvidenceKind::parse(&e.kind) {
+            Some(EvidenceKind::StartupLog) => set.startup_log(
+                e.source_name.clone(),
+                e.text.clone(),
+                &parse_startup_log(&e.text),
+            ),
+            _ => other.push(RunEvidence {
+                kind: e.kind.clone(),
+                source_name: e.source_name.clone(),
+                sha256: sha256_hex(e.text.as_bytes()),
+                text: e.text.clone(),
+                parsed_json: None,
+            }),
+        }
     }
     if let Some((at_ms, _, Some((from_metrics, excerpt)))) =
         scrapes.iter().find(|(_, _, c)| c.is_some())
     {
-        observed = Some(match observed {
-            Some(o) => o.merge(from_metrics.clone()),
-            None => from_metrics.clone(),
-        });
-        rows.push(RunEvidence {
-            kind: "cache_config_info".into(),
-            source_name: format!("scrape at {at_ms} ms"),
-            sha256: sha256_hex(excerpt.as_bytes()),
-            text: excerpt.clone(),
-            parsed_json: None,
-        });
+        set.cache_config(
+            format!("scrape at {at_ms} ms"),
+            from_metrics.clone(),
+            excerpt.clone(),
+        );
     }
     if !scrapes.is_empty() {
         let points: Vec<MetricPoint> = scrapes
@@ -554,27 +547,13 @@ fn evidence_rows(manifest: &Manifest, run: &ParsedRun, scrapes: &[ReadScrape]) -
                 })
             })
             .collect();
-        let text = serde_json::to_string(&summarize(&points)).unwrap_or_default();
-        rows.push(RunEvidence {
-            kind: "metrics".into(),
-            source_name: format!("{} imported scrape(s)", scrapes.len()),
-            sha256: sha256_hex(text.as_bytes()),
-            text,
-            parsed_json: None,
-        });
+        set.metrics(
+            format!("{} imported scrape(s)", scrapes.len()),
+            &summarize(&points),
+        );
     }
-    if observed.is_some() {
-        let validity = check_compatibility(manifest, observed.as_ref());
-        let text = serde_json::to_string(&json!({"observed": observed, "validity": validity}))
-            .unwrap_or_default();
-        rows.push(RunEvidence {
-            kind: "compatibility".into(),
-            source_name: format!("cell {} manifest vs observed engine", manifest.cell),
-            sha256: sha256_hex(text.as_bytes()),
-            text,
-            parsed_json: None,
-        });
-    }
+    let (mut rows, _) = set.check(manifest, false);
+    rows.extend(other);
     rows
 }
 

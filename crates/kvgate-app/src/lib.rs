@@ -10,6 +10,7 @@ pub mod analysis;
 pub mod contract;
 pub mod credentials;
 mod error;
+mod evidence;
 pub mod fixtures;
 pub mod imports;
 pub mod llm;

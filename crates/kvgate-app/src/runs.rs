@@ -13,7 +13,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kvgate_core::canonical::{canonical_json, sha256_hex};
-use kvgate_core::compat::{check_compatibility, CellValidity, ObservedEngine};
+use kvgate_core::compat::{CellValidity, ObservedEngine};
+use kvgate_core::evidence::{CompatibilityRecord, EvidenceKind};
 use kvgate_core::fixtures::{balanced_subset, FixtureItem};
 use kvgate_core::manifest::Manifest;
 use kvgate_core::metrics::{
@@ -42,6 +43,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use ts_rs::TS;
 
+use crate::evidence::EvidenceSet;
 use crate::fixtures::open_corpus;
 use crate::{App, AppError, ErrorCode};
 
@@ -894,66 +896,37 @@ impl App {
     /// The compatibility evidence of a run: the startup log, `cache_config_info` from the first
     /// scrape that has it, the metric summary, and the check against the manifest.
     fn evidence(&self, p: &Prepared, scrapes: &[ReadScrape]) -> (Vec<RunEvidence>, CellValidity) {
-        let mut evidence = Vec::new();
-        let mut observed: Option<ObservedEngine> = None;
+        let mut set = EvidenceSet::default();
         if let Some(log) = &p.startup_log {
-            observed = Some(log.parsed.observed());
-            evidence.push(RunEvidence {
-                kind: "startup_log".into(),
-                source_name: log.path.clone(),
-                sha256: sha256_hex(log.text.as_bytes()),
-                text: log.text.clone(),
-                parsed_json: serde_json::to_string(&log.parsed).ok(),
-            });
+            set.startup_log(log.path.clone(), log.text.clone(), &log.parsed);
         }
         let first_config = scrapes
             .iter()
             .find_map(|s| s.cache_config.as_ref().map(|c| (s.unix_ms, c)));
         if let Some((unix_ms, (from_metrics, excerpt))) = first_config {
-            observed = Some(match observed {
-                Some(o) => o.merge(from_metrics.clone()),
-                None => from_metrics.clone(),
-            });
-            evidence.push(RunEvidence {
-                kind: "cache_config_info".into(),
-                source_name: format!("/metrics at unix ms {unix_ms}"),
-                sha256: sha256_hex(excerpt.as_bytes()),
-                text: excerpt.clone(),
-                parsed_json: None,
-            });
+            set.cache_config(
+                format!("/metrics at unix ms {unix_ms}"),
+                from_metrics.clone(),
+                excerpt.clone(),
+            );
         }
-        let points: Vec<MetricPoint> = scrapes
-            .iter()
-            .filter_map(|s| {
-                let values = s.values.as_ref().ok()?.clone();
-                Some(MetricPoint {
-                    at_ms: s.at_ms,
-                    values,
-                })
-            })
-            .collect();
         if !scrapes.is_empty() {
-            let summary = summarize(&points);
-            let text = serde_json::to_string(&summary).unwrap_or_default();
-            evidence.push(RunEvidence {
-                kind: "metrics".into(),
-                source_name: format!("{} scrapes of /metrics", scrapes.len()),
-                sha256: sha256_hex(text.as_bytes()),
-                text,
-                parsed_json: None,
-            });
+            let points: Vec<MetricPoint> = scrapes
+                .iter()
+                .filter_map(|s| {
+                    let values = s.values.as_ref().ok()?.clone();
+                    Some(MetricPoint {
+                        at_ms: s.at_ms,
+                        values,
+                    })
+                })
+                .collect();
+            set.metrics(
+                format!("{} scrapes of /metrics", scrapes.len()),
+                &summarize(&points),
+            );
         }
-        let validity = check_compatibility(&p.manifest, observed.as_ref());
-        let text = serde_json::to_string(&json!({"observed": observed, "validity": validity}))
-            .unwrap_or_default();
-        evidence.push(RunEvidence {
-            kind: "compatibility".into(),
-            source_name: format!("cell {} manifest vs observed engine", p.manifest.cell),
-            sha256: sha256_hex(text.as_bytes()),
-            text,
-            parsed_json: None,
-        });
-        (evidence, validity)
+        set.check(&p.manifest, true)
     }
 
     /// Asks a running run of this process to stop. Its requests in flight are recorded as they
@@ -1011,15 +984,15 @@ impl App {
         let mut startup = None;
         let mut metrics = None;
         for e in &stored {
-            match e.kind.as_str() {
-                "compatibility" => {
-                    validity = serde_json::from_str::<Value>(&e.text)
+            match EvidenceKind::parse(&e.kind) {
+                Some(EvidenceKind::Compatibility) => {
+                    validity = CompatibilityRecord::from_text(&e.text)
                         .ok()
-                        .and_then(|v| serde_json::from_value(v["validity"].clone()).ok())
+                        .map(|r| r.validity)
                 }
-                "startup_log" => startup = Some(parse_startup_log(&e.text)),
-                "metrics" => metrics = serde_json::from_str(&e.text).ok(),
-                _ => {}
+                Some(EvidenceKind::StartupLog) => startup = Some(parse_startup_log(&e.text)),
+                Some(EvidenceKind::Metrics) => metrics = serde_json::from_str(&e.text).ok(),
+                Some(EvidenceKind::CacheConfigInfo) | None => {}
             }
         }
         let evidence = stored

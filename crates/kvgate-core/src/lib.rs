@@ -8,6 +8,7 @@
 pub mod analysis;
 pub mod canonical;
 pub mod compat;
+pub mod evidence;
 pub mod fixtures;
 pub mod kv_capacity;
 pub mod manifest;

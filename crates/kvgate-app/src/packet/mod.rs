@@ -292,10 +292,10 @@ impl App {
         let mut items: BTreeMap<String, FixtureItem> = BTreeMap::new();
         for run in &runs {
             for (seq, e) in self.store.run_evidence(run.id).await?.iter().enumerate() {
-                let ext = if e.kind == "compatibility" || e.kind == "cache_config_info" {
-                    "json"
-                } else {
-                    "txt"
+                use kvgate_core::evidence::EvidenceKind as K;
+                let ext = match K::parse(&e.kind) {
+                    Some(K::Compatibility | K::Metrics) => "json",
+                    _ => "txt",
                 };
                 files.add(
                     format!("evidence/run-{}-{seq:02}-{}.{ext}", run.id, e.kind),
