@@ -29,7 +29,8 @@ use kvgate_formats::run_file::parse_run_file;
 use kvgate_formats::startup_log::parse_startup_log;
 use kvgate_store::{
     rfc3339_from_unix_ms, AggregateRow, ImportRecord, ImportedRequest, ImportedRun,
-    MetricScrapeRow, NewImport, NewRun, RunEvidence, RunKind, RunState, StoredRequest,
+    MetricScrapeRow, NewImport, NewRun, RunEvidence, RunKind, RunProvenance, RunState,
+    StoredRequest,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -84,8 +85,7 @@ pub struct ImportEvent {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
 pub struct ImportRunPreview {
     pub label: String,
-    /// `per_request`, `aggregate` (the tool published only aggregates) or `evidence`.
-    pub granularity: String,
+    pub granularity: Granularity,
     pub requests: u64,
     pub ok: u64,
     /// Requests that did not end `ok` (errors, timeouts, rejected, unfinished): kept, counted.
@@ -436,7 +436,7 @@ fn run_preview(run: &ParsedRun) -> ImportRunPreview {
     let measured = measured().count() as u64;
     ImportRunPreview {
         label: run.label.clone(),
-        granularity: run.granularity.as_str().to_owned(),
+        granularity: run.granularity,
         requests: run.requests.len() as u64,
         ok,
         failed: measured - ok,
@@ -607,7 +607,7 @@ impl App {
                     Some("kvgate".to_owned()),
                     vec![ImportRunPreview {
                         label: file.header.label.clone(),
-                        granularity: "per_request".into(),
+                        granularity: Granularity::PerRequest,
                         requests: file.requests.len() as u64,
                         ok,
                         failed: measured - ok,
@@ -992,14 +992,14 @@ impl App {
                     manifest_id,
                     kind: RunKind::Load,
                     label: run.label.clone(),
-                    provenance: "imported".into(),
+                    provenance: RunProvenance::Imported,
                     config_sha256: sha256_hex(config_json.as_bytes()),
                     config_json,
                     wall_anchor_unix_ms: anchor,
                     started_at,
                     owner_pid: None,
                 },
-                granularity: run.granularity.as_str().to_owned(),
+                granularity: run.granularity,
                 state: RunState::Completed,
                 finished_at,
                 elapsed_ms: run.elapsed_ms,
@@ -1067,14 +1067,14 @@ impl App {
                 manifest_id,
                 kind,
                 label: h.label.clone(),
-                provenance: "imported".into(),
+                provenance: RunProvenance::Imported,
                 config_json: canonical_json(&h.config),
                 config_sha256: h.config_sha256.clone(),
                 wall_anchor_unix_ms: h.wall_anchor_unix_ms,
                 started_at: h.started_at.clone(),
                 owner_pid: None,
             },
-            granularity: "per_request".into(),
+            granularity: Granularity::PerRequest,
             state,
             finished_at: h
                 .finished_at

@@ -36,7 +36,8 @@ use kvgate_runner::{
     PlannedRequest, RawScrape, RunOutcome, Scraper,
 };
 use kvgate_store::{
-    MetricScrapeRow, NewRun, RunEvidence, RunKind, RunRecord, RunState, StoredRequest,
+    Granularity, MetricScrapeRow, NewRun, RunEvidence, RunKind, RunProvenance, RunRecord, RunState,
+    StoredRequest,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -141,13 +142,10 @@ pub struct RunSummary {
     pub id: i64,
     pub study_id: i64,
     pub cell: String,
-    /// `quality` or `load`.
-    pub kind: String,
-    /// `running`, `completed`, `cancelled`, `interrupted` or `failed`.
-    pub state: String,
+    pub kind: RunKind,
+    pub state: RunState,
     pub label: String,
-    /// `recorded`, `imported` or `synthetic_demo`.
-    pub provenance: String,
+    pub provenance: RunProvenance,
     pub started_at: String,
     pub finished_at: Option<String>,
     pub elapsed_ms: Option<f64>,
@@ -160,9 +158,7 @@ pub struct RunSummary {
     pub config: Value,
     /// The import that created the run; absent for runs KV Gate executed.
     pub import_id: Option<i64>,
-    /// `per_request`, `aggregate` (the source published only aggregates: no request rows
-    /// exist) or `evidence` (a startup log or metric scrapes, no requests).
-    pub granularity: String,
+    pub granularity: Granularity,
 }
 
 /// One stored request with its verdict.
@@ -237,8 +233,8 @@ fn summary_of(r: RunRecord) -> RunSummary {
         id: r.id,
         study_id: r.study_id,
         cell: r.cell,
-        kind: r.kind.as_str().to_owned(),
-        state: r.state.as_str().to_owned(),
+        kind: r.kind,
+        state: r.state,
         label: r.label,
         provenance: r.provenance,
         started_at: r.started_at,
@@ -751,7 +747,7 @@ impl App {
                 manifest_id: p.manifest_id,
                 kind,
                 label,
-                provenance: "recorded".into(),
+                provenance: RunProvenance::Recorded,
                 config_sha256: sha256_hex(config_json.as_bytes()),
                 config_json,
                 wall_anchor_unix_ms: unix_ms_now(),
@@ -1183,7 +1179,7 @@ impl App {
             cell: run.cell.clone(),
             manifest_sha256: manifest.digest.unwrap_or_default(),
             label: run.label.clone(),
-            provenance: run.provenance.clone(),
+            provenance: run.provenance.as_str().to_owned(),
             config,
             config_sha256: run.config_sha256.clone(),
             wall_anchor_unix_ms: run.wall_anchor_unix_ms,
@@ -1245,7 +1241,7 @@ impl App {
         study_id: i64,
         source_name: &str,
         text: &str,
-        provenance: &str,
+        provenance: RunProvenance,
     ) -> Result<RunSummary, AppError> {
         let file = parse_run_file(source_name, text).map_err(|e| invalid(e.to_string()))?;
         let h = &file.header;
@@ -1292,7 +1288,7 @@ impl App {
             manifest_id: stored.id,
             kind,
             label: h.label.clone(),
-            provenance: provenance.to_owned(),
+            provenance,
             config_json: canonical_json(&h.config),
             config_sha256: h.config_sha256.clone(),
             wall_anchor_unix_ms: h.wall_anchor_unix_ms,

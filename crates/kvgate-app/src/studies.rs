@@ -1,7 +1,7 @@
 //! User actions on studies.
 
 use kvgate_core::study::{NewStudy, Provenance, Study};
-use kvgate_store::Setting;
+use kvgate_store::{RunProvenance, Setting};
 
 use crate::{App, AppError};
 
@@ -105,7 +105,7 @@ impl App {
             })
             .await?;
             for (name, text) in DEMO_RUNS {
-                self.import_run_file(study.id, name, text, "recorded")
+                self.import_run_file(study.id, name, text, RunProvenance::Recorded)
                     .await?;
             }
         }

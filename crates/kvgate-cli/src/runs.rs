@@ -241,11 +241,13 @@ async fn execute(
     }
     // Failed requests are data, not a failure of the command; a run that did not complete, or
     // a cell whose evidence does not match its manifest, is.
-    Ok(if summary.state == "completed" && valid {
-        Outcome::Success
-    } else {
-        Outcome::Failure(2)
-    })
+    Ok(
+        if summary.state == kvgate_app::domain::run::RunState::Completed && valid {
+            Outcome::Success
+        } else {
+            Outcome::Failure(2)
+        },
+    )
 }
 
 pub async fn run(app: &App, cmd: RunCommand) -> Result<Outcome, AppError> {
@@ -361,7 +363,12 @@ pub async fn run(app: &App, cmd: RunCommand) -> Result<Outcome, AppError> {
             })?;
             let name = file.display().to_string();
             let summary = app
-                .import_run_file(study.id, &name, &text, "imported")
+                .import_run_file(
+                    study.id,
+                    &name,
+                    &text,
+                    kvgate_app::domain::run::RunProvenance::Imported,
+                )
                 .await?;
             print_summary(&summary);
             Ok(Outcome::Success)

@@ -58,13 +58,7 @@ pub struct RequestRow {
     pub accepted: Option<bool>,
 }
 
-/// The kind of a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum RunKind {
-    Quality,
-    Load,
-}
+pub use crate::run::RunKind;
 
 /// One run of a cell with its measured requests.
 #[derive(Debug, Clone, PartialEq)]

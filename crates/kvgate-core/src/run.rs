@@ -51,6 +51,151 @@ impl RequestStatus {
     }
 }
 
+/// What a run measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RunKind {
+    /// Fixture items sent and their responses judged by the validator.
+    Quality,
+    /// Requests sent on a schedule to measure latency and throughput.
+    Load,
+}
+
+impl RunKind {
+    pub const ALL: [RunKind; 2] = [RunKind::Quality, RunKind::Load];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunKind::Quality => "quality",
+            RunKind::Load => "load",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|kind| kind.as_str() == s)
+    }
+}
+
+/// Where a run is in its life. Every state but `Running` is final.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RunState {
+    Running,
+    /// Every planned request reached a final status.
+    Completed,
+    /// The user stopped it; requests never sent are stored as `rejected`, running ones as `unfinished`.
+    Cancelled,
+    /// The process running it ended before it finished; nothing it measured was stored.
+    Interrupted,
+    /// It could not go on; the note says why.
+    Failed,
+}
+
+impl RunState {
+    pub const ALL: [RunState; 5] = [
+        RunState::Running,
+        RunState::Completed,
+        RunState::Cancelled,
+        RunState::Interrupted,
+        RunState::Failed,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunState::Running => "running",
+            RunState::Completed => "completed",
+            RunState::Cancelled => "cancelled",
+            RunState::Interrupted => "interrupted",
+            RunState::Failed => "failed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|state| state.as_str() == s)
+    }
+
+    /// True for every final state: the run and everything under it can no longer change.
+    pub fn is_finished(self) -> bool {
+        self != RunState::Running
+    }
+}
+
+/// Where a run's data came from. Synthetic data is labelled wherever it is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RunProvenance {
+    /// Executed and recorded by KV Gate against a real endpoint.
+    Recorded,
+    /// Read from a file another tool (or another KV Gate) wrote.
+    Imported,
+    /// Generated demo data, not a measurement.
+    SyntheticDemo,
+}
+
+impl RunProvenance {
+    pub const ALL: [RunProvenance; 3] = [
+        RunProvenance::Recorded,
+        RunProvenance::Imported,
+        RunProvenance::SyntheticDemo,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunProvenance::Recorded => "recorded",
+            RunProvenance::Imported => "imported",
+            RunProvenance::SyntheticDemo => "synthetic_demo",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|p| p.as_str() == s)
+    }
+}
+
+/// How much of a run its source carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Granularity {
+    /// One row per request.
+    PerRequest,
+    /// Only the tool's aggregates (counts, percentiles): no per-request rows exist.
+    Aggregate,
+    /// No requests at all: startup evidence or metric scrapes only.
+    Evidence,
+}
+
+impl Granularity {
+    pub const ALL: [Granularity; 3] = [
+        Granularity::PerRequest,
+        Granularity::Aggregate,
+        Granularity::Evidence,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Granularity::PerRequest => "per_request",
+            Granularity::Aggregate => "aggregate",
+            Granularity::Evidence => "evidence",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|g| g.as_str() == s)
+    }
+}
+
+/// The stored word of each run enum is also how it is shown in text.
+macro_rules! display_as_str {
+    ($($t:ty),*) => {$(
+        impl std::fmt::Display for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    )*};
+}
+display_as_str!(RunKind, RunState, RunProvenance, Granularity, RequestStatus);
+
 /// Everything the client observed about one request. Times are milliseconds since run start.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
 #[serde(deny_unknown_fields)]

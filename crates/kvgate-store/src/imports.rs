@@ -1,7 +1,7 @@
 //! Imported files and the runs they created, written in one transaction: an import that fails
 //! anywhere (a bad row, a duplicate file, a cancellation) leaves nothing behind.
 
-use kvgate_core::run::RequestRecord;
+use kvgate_core::run::{Granularity, RequestRecord};
 use sqlx::sqlite::SqliteRow;
 use sqlx::{Row, Sqlite, Transaction};
 
@@ -48,8 +48,7 @@ pub struct AggregateRow {
 pub struct ImportedRun<R = RequestRecord> {
     /// `provenance` should be `imported`; `owner_pid` `None`.
     pub run: NewRun,
-    /// `per_request`, `aggregate` or `evidence`.
-    pub granularity: String,
+    pub granularity: Granularity,
     pub state: RunState,
     pub finished_at: String,
     pub elapsed_ms: Option<f64>,
@@ -218,7 +217,7 @@ async fn write_import<R: RequestRowSource + Sync>(
                 reason,
             });
         }
-        let run_id = insert_run_with(tx, &r.run, Some(import_id), &r.granularity).await?;
+        let run_id = insert_run_with(tx, &r.run, Some(import_id), r.granularity).await?;
         let base = rows_before;
         write_requests(tx, run_id, &r.requests, &|n| keep_going(base + n)).await?;
         rows_before += r.requests.len() as u64;

@@ -26,8 +26,8 @@ pub use policies::PolicyRecord;
 pub use recovery::RecoveryPlanRecord;
 pub use review::AdjudicationRow;
 pub use runs::{
-    ImportedRequest, MetricScrapeRow, NewRun, RequestRowSource, RunEvidence, RunKind, RunRecord,
-    RunState, StoredRequest,
+    Granularity, ImportedRequest, MetricScrapeRow, NewRun, RequestRowSource, RunEvidence, RunKind,
+    RunProvenance, RunRecord, RunState, StoredRequest,
 };
 pub use settings::Setting;
 

@@ -13,72 +13,7 @@ use sqlx::{Arguments as _, Row, Sqlite, Transaction};
 
 use crate::{now_rfc3339, Store, StoreError};
 
-/// What a run measures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum RunKind {
-    /// Fixture items sent and their responses judged by the validator.
-    Quality,
-    /// Requests sent on a schedule to measure latency and throughput.
-    Load,
-}
-
-impl RunKind {
-    pub const ALL: [RunKind; 2] = [RunKind::Quality, RunKind::Load];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunKind::Quality => "quality",
-            RunKind::Load => "load",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|kind| kind.as_str() == s)
-    }
-}
-
-/// Where a run is in its life. Every state but `Running` is final.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum RunState {
-    Running,
-    /// Every planned request reached a final status.
-    Completed,
-    /// The user stopped it; requests never sent are stored as `rejected`, running ones as `unfinished`.
-    Cancelled,
-    /// The process running it ended before it finished; nothing it measured was stored.
-    Interrupted,
-    /// It could not go on; the note says why.
-    Failed,
-}
-
-impl RunState {
-    pub const ALL: [RunState; 5] = [
-        RunState::Running,
-        RunState::Completed,
-        RunState::Cancelled,
-        RunState::Interrupted,
-        RunState::Failed,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunState::Running => "running",
-            RunState::Completed => "completed",
-            RunState::Cancelled => "cancelled",
-            RunState::Interrupted => "interrupted",
-            RunState::Failed => "failed",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|state| state.as_str() == s)
-    }
-
-    /// True for every final state: the run and everything under it can no longer change.
-    pub fn is_finished(self) -> bool {
-        self != RunState::Running
-    }
-}
+pub use kvgate_core::run::{Granularity, RunKind, RunProvenance, RunState};
 
 /// A run about to start.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,8 +24,7 @@ pub struct NewRun {
     pub kind: RunKind,
     /// For people, e.g. "quality · Q8 · 24 items × 1".
     pub label: String,
-    /// `recorded` (the app ran it), `imported` or `synthetic_demo`.
-    pub provenance: String,
+    pub provenance: RunProvenance,
     /// Canonical JSON of the run's configuration (endpoint without key, seed, arrivals, corpus
     /// digest, …).
     pub config_json: String,
@@ -116,7 +50,7 @@ pub struct RunRecord {
     pub kind: RunKind,
     pub state: RunState,
     pub label: String,
-    pub provenance: String,
+    pub provenance: RunProvenance,
     pub config_json: String,
     pub config_sha256: String,
     pub wall_anchor_unix_ms: i64,
@@ -134,9 +68,7 @@ pub struct RunRecord {
     pub note: Option<String>,
     /// The import that created the run; `None` for runs KV Gate executed.
     pub import_id: Option<i64>,
-    /// `per_request`, `aggregate` (the source published only aggregates) or `evidence` (a
-    /// startup log or metric scrapes, no requests).
-    pub granularity: String,
+    pub granularity: Granularity,
 }
 
 /// One request of a run as stored: the client's record, which repeat of the plan it belongs to,
@@ -358,6 +290,26 @@ fn run_from_row(row: &SqliteRow) -> Result<RunRecord, StoreError> {
             &state,
         )
     })?;
+    let provenance: String = row.try_get("provenance")?;
+    let provenance = RunProvenance::parse(&provenance).ok_or_else(|| {
+        corrupt(
+            "runs",
+            id,
+            "provenance",
+            "recorded, imported or synthetic_demo",
+            &provenance,
+        )
+    })?;
+    let granularity: String = row.try_get("granularity")?;
+    let granularity = Granularity::parse(&granularity).ok_or_else(|| {
+        corrupt(
+            "runs",
+            id,
+            "granularity",
+            "per_request, aggregate or evidence",
+            &granularity,
+        )
+    })?;
     Ok(RunRecord {
         id,
         study_id: row.try_get("study_id")?,
@@ -366,7 +318,7 @@ fn run_from_row(row: &SqliteRow) -> Result<RunRecord, StoreError> {
         kind,
         state,
         label: row.try_get("label")?,
-        provenance: row.try_get("provenance")?,
+        provenance,
         config_json: row.try_get("config_json")?,
         config_sha256: row.try_get("config_sha256")?,
         wall_anchor_unix_ms: row.try_get("wall_anchor_unix_ms")?,
@@ -378,7 +330,7 @@ fn run_from_row(row: &SqliteRow) -> Result<RunRecord, StoreError> {
         failed: row.try_get("failed")?,
         note: row.try_get("note")?,
         import_id: row.try_get("import_id")?,
-        granularity: row.try_get("granularity")?,
+        granularity,
     })
 }
 
@@ -727,7 +679,7 @@ async fn insert_run(
     tx: &mut Transaction<'static, Sqlite>,
     run: &NewRun,
 ) -> Result<i64, StoreError> {
-    insert_run_with(tx, run, None, "per_request").await
+    insert_run_with(tx, run, None, Granularity::PerRequest).await
 }
 
 /// [`insert_run`] for a run an import creates: its import and granularity are fixed at creation.
@@ -735,7 +687,7 @@ pub(crate) async fn insert_run_with(
     tx: &mut Transaction<'static, Sqlite>,
     run: &NewRun,
     import_id: Option<i64>,
-    granularity: &str,
+    granularity: Granularity,
 ) -> Result<i64, StoreError> {
     let manifest: Option<(i64, Option<String>)> =
         sqlx::query_as("SELECT study_id, frozen_at FROM manifests WHERE id = ?")
@@ -775,14 +727,14 @@ pub(crate) async fn insert_run_with(
         .bind(run.manifest_id)
         .bind(run.kind.as_str())
         .bind(&run.label)
-        .bind(&run.provenance)
+        .bind(run.provenance.as_str())
         .bind(&run.config_json)
         .bind(&run.config_sha256)
         .bind(run.wall_anchor_unix_ms)
         .bind(&run.started_at)
         .bind(run.owner_pid)
         .bind(import_id)
-        .bind(granularity)
+        .bind(granularity.as_str())
         .fetch_one(&mut **tx)
         .await?;
     Ok(id)

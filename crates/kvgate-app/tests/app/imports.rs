@@ -3,6 +3,7 @@
 //! breaks, what was expected and what was found, and leaves the database exactly as it was; real
 //! and generated files import whole, once, and can be previewed and cancelled.
 
+use kvgate_core::run::{Granularity, RunProvenance};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -268,10 +269,10 @@ async fn every_real_inference_perf_report_imports_with_its_aggregates() {
 
     // Client side, baseline, stage 0 (1 rps requested).
     let d = detail("vllm/stage_0_lifecycle_metrics.json").await;
-    assert_eq!(d.run.granularity, "aggregate");
-    assert_eq!(d.run.provenance, "imported");
+    assert_eq!(d.run.granularity, Granularity::Aggregate);
+    assert_eq!(d.run.provenance, RunProvenance::Imported);
     assert_eq!(d.run.cell, "B0");
-    assert_eq!(d.run.state, "completed");
+    assert_eq!(d.run.state.as_str(), "completed");
     assert_eq!((d.run.ok, d.run.failed), (0, 0), "no rows: nothing counted");
     assert!(d.requests.is_empty());
     assert_eq!(d.run.label, "inference-perf · stage 0 · 1.0 rps requested");
@@ -446,7 +447,7 @@ async fn vllm_bench_failures_stay_in_the_rows_and_a_second_import_is_refused() {
         summary.warnings
     );
     let detail = app.run_detail(summary.run_ids[0]).await.unwrap();
-    assert_eq!(detail.run.granularity, "per_request");
+    assert_eq!(detail.run.granularity, Granularity::PerRequest);
     assert_eq!(detail.run.import_id, Some(summary.id));
     assert_eq!((detail.run.ok, detail.run.failed), (5, 1));
     assert_eq!(detail.run.planned, Some(6));
@@ -736,7 +737,7 @@ async fn rows_a_tool_did_not_measure_are_warmup_and_unclocked_runs_say_so() {
         .await
         .unwrap();
     let d = app.run_detail(stored.run_ids[0]).await.unwrap();
-    assert_eq!(d.run.granularity, "per_request");
+    assert_eq!(d.run.granularity, Granularity::PerRequest);
     assert!(
         d.run.note.as_deref().unwrap().starts_with("unclocked:"),
         "{:?}",

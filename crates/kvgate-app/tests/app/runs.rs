@@ -1,3 +1,4 @@
+use kvgate_core::run::RunProvenance;
 use std::collections::HashMap;
 
 use kvgate_app::fixtures::open_corpus;
@@ -89,11 +90,11 @@ async fn quality_run_stores_every_request_with_its_verdict_and_evidence() {
         Some("fixtures/evidence/llamacpp-f16-startup.log"),
     );
     let summary = app.run_quality(&input, |e| events.push(e)).await.unwrap();
-    assert_eq!(summary.state, "completed");
-    assert_eq!(summary.kind, "quality");
+    assert_eq!(summary.state.as_str(), "completed");
+    assert_eq!(summary.kind.as_str(), "quality");
     assert_eq!(summary.planned, Some(16), "8 items × 2 repeats");
     assert_eq!((summary.ok, summary.failed), (16, 0));
-    assert_eq!(summary.provenance, "recorded");
+    assert_eq!(summary.provenance, RunProvenance::Recorded);
     assert!(events.iter().any(|e| e.phase == RunPhase::Warmup));
     assert!(events.iter().any(|e| e.phase == RunPhase::Measured));
     let last = events.last().unwrap();
@@ -202,7 +203,7 @@ async fn failed_requests_stay_in_the_run_with_a_rejecting_verdict() {
     input.limit = Some(4);
     input.scrape_interval_ms = Some(0);
     let summary = app.run_quality(&input, |_| {}).await.unwrap();
-    assert_eq!(summary.state, "completed");
+    assert_eq!(summary.state.as_str(), "completed");
     assert_eq!((summary.ok, summary.failed), (0, 4));
     let detail = app.run_detail(summary.id).await.unwrap();
     assert_eq!((detail.accepted, detail.rejected), (0, 4));
@@ -307,7 +308,7 @@ async fn open_loop_load_run_accounts_for_every_planned_request() {
         request_deadline_s: Some(5.0),
     };
     let summary = app.run_load(&load, |_| {}).await.unwrap();
-    assert_eq!(summary.kind, "load");
+    assert_eq!(summary.kind.as_str(), "load");
     assert_eq!(summary.planned, Some(20), "40/s for 0.5 s");
     assert_eq!(summary.ok + summary.failed, 20);
     let detail = app.run_detail(summary.id).await.unwrap();
@@ -341,10 +342,15 @@ async fn exported_run_imports_elsewhere_once_and_tampering_is_named() {
 
     let (_dir2, other, sid2) = app_with_cells("import").await;
     let imported = other
-        .import_run_file(sid2, "b0.jsonl", &text, "imported")
+        .import_run_file(
+            sid2,
+            "b0.jsonl",
+            &text,
+            kvgate_core::run::RunProvenance::Imported,
+        )
         .await
         .unwrap();
-    assert_eq!(imported.provenance, "imported");
+    assert_eq!(imported.provenance, RunProvenance::Imported);
     assert_eq!(imported.config_sha256, run.config_sha256);
     assert_eq!((imported.ok, imported.failed), (run.ok, run.failed));
     let a = app.run_detail(run.id).await.unwrap();
@@ -360,7 +366,12 @@ async fn exported_run_imports_elsewhere_once_and_tampering_is_named() {
     );
 
     let again = other
-        .import_run_file(sid2, "b0.jsonl", &text, "imported")
+        .import_run_file(
+            sid2,
+            "b0.jsonl",
+            &text,
+            kvgate_core::run::RunProvenance::Imported,
+        )
         .await
         .unwrap_err();
     assert_eq!(again.code, ErrorCode::Conflict);
@@ -372,7 +383,12 @@ async fn exported_run_imports_elsewhere_once_and_tampering_is_named() {
 
     let tampered = text.replacen("\"status\":\"ok\"", "\"status\":\"great\"", 1);
     let err = other
-        .import_run_file(sid2, "t.jsonl", &tampered, "imported")
+        .import_run_file(
+            sid2,
+            "t.jsonl",
+            &tampered,
+            kvgate_core::run::RunProvenance::Imported,
+        )
         .await
         .unwrap_err();
     assert_eq!(err.code, ErrorCode::InvalidInput);
@@ -380,7 +396,12 @@ async fn exported_run_imports_elsewhere_once_and_tampering_is_named() {
     // Bound to the wrong cell's manifest: refused, naming the digest.
     let wrong = text.replacen("\"cell\":\"B0\"", "\"cell\":\"Q8\"", 1);
     let err = other
-        .import_run_file(sid2, "w.jsonl", &wrong, "imported")
+        .import_run_file(
+            sid2,
+            "w.jsonl",
+            &wrong,
+            kvgate_core::run::RunProvenance::Imported,
+        )
         .await
         .unwrap_err();
     assert!(err.message.contains("manifest_sha256"), "{}", err.message);
@@ -410,7 +431,7 @@ async fn cancelled_run_is_stored_labelled_with_every_planned_request() {
         .await
         .unwrap();
     assert!(asked);
-    assert_eq!(summary.state, "cancelled");
+    assert_eq!(summary.state.as_str(), "cancelled");
     assert_eq!(summary.planned, Some(16));
     let note = summary.note.unwrap();
     assert!(note.starts_with("cancelled: a partial run"), "{note}");

@@ -1,4 +1,5 @@
 use kvgate_app::{App, DbLocation, ErrorCode};
+use kvgate_core::run::RunProvenance;
 use kvgate_core::study::{NewStudy, Provenance};
 
 fn input(name: &str) -> NewStudy {
@@ -95,8 +96,8 @@ async fn default_database_is_seeded_once_with_the_labelled_recorded_demo() {
     assert_eq!(runs.len(), 2);
     let mut kv_sizes = Vec::new();
     for run in &runs {
-        assert_eq!(run.state, "completed");
-        assert_eq!(run.provenance, "recorded");
+        assert_eq!(run.state.as_str(), "completed");
+        assert_eq!(run.provenance, RunProvenance::Recorded);
         let detail = app.run_detail(run.id).await.unwrap();
         let measured = detail.requests.iter().filter(|r| !r.warmup).count();
         assert_eq!(measured, 24, "run {}", run.label);

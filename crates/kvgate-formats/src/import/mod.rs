@@ -163,37 +163,7 @@ impl fmt::Display for ImportFormat {
     }
 }
 
-/// How much of a run the source file carries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
-#[serde(rename_all = "snake_case")]
-pub enum Granularity {
-    /// One row per request.
-    PerRequest,
-    /// Only the tool's aggregates (counts, percentiles): no per-request rows exist.
-    Aggregate,
-    /// No requests at all: startup evidence or metric scrapes only.
-    Evidence,
-}
-
-impl Granularity {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Granularity::PerRequest => "per_request",
-            Granularity::Aggregate => "aggregate",
-            Granularity::Evidence => "evidence",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        [
-            Granularity::PerRequest,
-            Granularity::Aggregate,
-            Granularity::Evidence,
-        ]
-        .into_iter()
-        .find(|g| g.as_str() == s)
-    }
-}
+pub use kvgate_core::run::Granularity;
 
 /// One number a tool reported about a whole run (or a stage), exactly as reported.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]

@@ -4,6 +4,7 @@ use kvgate_store::{
     AggregateRow, ImportedRun, MetricScrapeRow, NewImport, NewRun, RunEvidence, RunKind, RunState,
     Store, StoreError,
 };
+use kvgate_store::{Granularity, RunProvenance};
 
 use crate::fresh;
 
@@ -69,14 +70,14 @@ fn imported(study_id: i64, manifest_id: i64, granularity: &str, n: u32) -> Impor
             manifest_id,
             kind: RunKind::Load,
             label: format!("vllm bench · {n}"),
-            provenance: "imported".into(),
+            provenance: RunProvenance::Imported,
             config_json: "{}".into(),
             config_sha256: CONFIG_SHA.into(),
             wall_anchor_unix_ms: 1_780_000_000_000,
             started_at: "2026-05-28T20:26:40.000Z".into(),
             owner_pid: None,
         },
-        granularity: granularity.into(),
+        granularity: Granularity::parse(granularity).unwrap(),
         state: RunState::Completed,
         finished_at: "2026-05-28T20:27:40.000Z".into(),
         elapsed_ms: Some(60_000.0),
@@ -132,8 +133,8 @@ async fn an_import_stores_its_runs_rows_and_counts_at_once() {
     assert_eq!((import.scrapes, import.evidence), (2, 2));
     assert_eq!(stored.len(), 2);
     assert_eq!(stored[0].import_id, Some(import.id));
-    assert_eq!(stored[0].granularity, "per_request");
-    assert_eq!(stored[1].granularity, "aggregate");
+    assert_eq!(stored[0].granularity, Granularity::PerRequest);
+    assert_eq!(stored[1].granularity, Granularity::Aggregate);
     assert_eq!((stored[0].ok, stored[0].failed), (63, 7));
     assert_eq!(stored[0].state, RunState::Completed);
     assert_eq!(store.run_requests(stored[0].id).await.unwrap().len(), 70);

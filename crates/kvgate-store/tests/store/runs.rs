@@ -1,6 +1,7 @@
 use kvgate_core::run::{RequestRecord, RequestStatus};
 use kvgate_core::study::{NewStudy, Provenance};
 use kvgate_core::validator::{ExtractedField, JsonKind, ReasonCode, ReasonDetail, Verdict};
+use kvgate_store::RunProvenance;
 use kvgate_store::{
     MetricScrapeRow, NewRun, RunEvidence, RunKind, RunRecord, RunState, Store, StoreError,
     StoredRequest,
@@ -34,7 +35,7 @@ fn new_run(study_id: i64, manifest_id: i64, started_at: &str) -> NewRun {
         manifest_id,
         kind: RunKind::Quality,
         label: "quality · C1 · 3 items × 1".into(),
-        provenance: "recorded".into(),
+        provenance: RunProvenance::Recorded,
         config_json: r#"{"endpoint":"http://127.0.0.1:8000/v1","seed":7}"#.into(),
         config_sha256: CONFIG_SHA.into(),
         wall_anchor_unix_ms: 1_780_000_000_123,
@@ -550,9 +551,20 @@ async fn run_needs_a_frozen_manifest_of_its_study() {
     }
 
     // Other integrity checks: provenance, digest shape, JSON configuration, timestamp.
-    let mut bad = new_run(sid, frozen, at);
-    bad.provenance = "user".into();
-    assert!(store.create_run(&bad).await.is_err());
+    // The type allows no other provenance; the table refuses one written around it.
+    let err = sqlx::query(
+        "INSERT INTO runs (study_id, manifest_id, kind, state, label, provenance, config_json, \
+         config_sha256, wall_anchor_unix_ms, started_at) \
+         VALUES (?, ?, 'load', 'running', 'x', 'user', '{}', ?, 0, ?)",
+    )
+    .bind(sid)
+    .bind(frozen)
+    .bind(CONFIG_SHA)
+    .bind(at)
+    .execute(store.pool())
+    .await
+    .unwrap_err();
+    assert!(err.to_string().contains("CHECK"), "{err}");
     let mut bad = new_run(sid, frozen, at);
     bad.config_sha256 = DIGEST.to_uppercase();
     assert!(store.create_run(&bad).await.is_err());
@@ -662,7 +674,7 @@ async fn runs_are_listed_per_study_and_missing_ones_are_not_found() {
         .unwrap();
     let mut load = new_run(sid, mid, at);
     load.kind = RunKind::Load;
-    load.provenance = "synthetic_demo".into();
+    load.provenance = RunProvenance::SyntheticDemo;
     let second = store.create_run(&load).await.unwrap();
     let second = store
         .finish_run(
@@ -805,7 +817,7 @@ async fn finished_run_from_elsewhere_is_stored_whole_or_not_at_all() {
     let (_dir, store) = fresh().await;
     let (sid, mid, draft) = study(&store, "s").await;
     let mut imported = new_run(sid, mid, "2026-11-30T08:00:00.000Z");
-    imported.provenance = "imported".into();
+    imported.provenance = RunProvenance::Imported;
     let finished_at = "2026-11-30T08:05:00.250Z";
 
     let duplicate = vec![
@@ -883,7 +895,7 @@ async fn finished_run_from_elsewhere_is_stored_whole_or_not_at_all() {
         .await
         .unwrap();
     assert_eq!(run.state, RunState::Cancelled);
-    assert_eq!(run.provenance, "imported");
+    assert_eq!(run.provenance, RunProvenance::Imported);
     assert_eq!(run.started_at, "2026-11-30T08:00:00.000Z");
     assert_eq!(run.finished_at.as_deref(), Some(finished_at));
     assert_eq!(run.elapsed_ms, Some(300_250.0));

@@ -55,19 +55,6 @@ import { toAppError } from './errors';
 
 export { toAppError } from './errors';
 
-/**
- * A generated type as it crosses IPC. ts-rs writes a Rust i64/u64 that has no `#[ts(type)]`
- * override as `bigint`, but serde_json and Tauri carry it as a JSON number (and JSON.stringify
- * refuses a bigint), so on both sides of `invoke` such fields are numbers. The identity for
- * types without such fields.
- */
-export type Wire<T> = T extends bigint
-  ? number
-  : T extends readonly (infer U)[]
-    ? Wire<U>[]
-    : T extends object
-      ? { [K in keyof T]: Wire<T[K]> }
-      : T;
 
 async function call<T>(command: string, args?: InvokeArgs): Promise<T> {
   try {
@@ -144,18 +131,18 @@ export function onWeightsProgress(handler: (progress: WeightsProgress) => void):
 
 /** Runs a paired-quality pass against one cell's server; resolves only once the run is stored
  * (minutes). Progress arrives through `onRunProgress`; the run is listed from its first report. */
-export const runQuality = (input: Wire<QualityRunInput>): Promise<Wire<RunSummary>> => call('run_quality', { input });
+export const runQuality = (input: QualityRunInput): Promise<RunSummary> => call('run_quality', { input });
 
 /** Runs load at an offered rate or a fixed concurrency; resolves once the run is stored. */
-export const runLoad = (input: Wire<LoadRunInput>): Promise<Wire<RunSummary>> => call('run_load', { input });
+export const runLoad = (input: LoadRunInput): Promise<RunSummary> => call('run_load', { input });
 
 /** Asks a running run to stop; it is then stored `cancelled`, every planned request accounted for. */
 export const cancelRun = (runId: number): Promise<null> => call('cancel_run', { runId });
 
-export const listRuns = (studyId: number): Promise<Wire<RunSummary>[]> => call('list_runs', { studyId });
+export const listRuns = (studyId: number): Promise<RunSummary[]> => call('list_runs', { studyId });
 
 /** One run with its requests, verdicts, compatibility check and evidence. */
-export const runDetail = (runId: number): Promise<Wire<RunDetail>> => call('run_detail', { runId });
+export const runDetail = (runId: number): Promise<RunDetail> => call('run_detail', { runId });
 
 /** Starts a local llama.cpp server with this KV-cache type and waits until it answers (5–60 s). */
 export const startLocalServer = (kv: string): Promise<LocalServer> => call('start_local_server', { kv });
@@ -222,52 +209,52 @@ export async function onFileDrag(handler: (drag: FileDrag) => void): Promise<() 
 export const checkPolicy = (policyJson: string): Promise<PolicyProblem[]> => call('check_policy', { policyJson });
 
 /** Locks the study's next policy version (canonical JSON, sha256, time, author); permanent. */
-export const lockPolicy = (input: Wire<LockPolicyInput>): Promise<Wire<LockedPolicy>> => call('lock_policy', { input });
+export const lockPolicy = (input: LockPolicyInput): Promise<LockedPolicy> => call('lock_policy', { input });
 
 /** Every locked policy version of a study, the one in force last. */
-export const policyStatus = (studyId: number): Promise<Wire<PolicyStatus>> => call('policy_status', { studyId });
+export const policyStatus = (studyId: number): Promise<PolicyStatus> => call('policy_status', { studyId });
 
 /** The study's analysis under its locked policy; rejects with code `policy_not_locked` until one is locked. */
-export const analyzeStudy = (studyId: number): Promise<Wire<StudyAnalysis>> => call('analyze_study', { studyId });
+export const analyzeStudy = (studyId: number): Promise<StudyAnalysis> => call('analyze_study', { studyId });
 
 /** How many paired items a non-inferiority test at this margin needs (McNemar, normal approximation). */
-export const planPairs = (margin: number, discordanceRate: number, alpha: number, power: number): Promise<Wire<PairsPlan>> =>
+export const planPairs = (margin: number, discordanceRate: number, alpha: number, power: number): Promise<PairsPlan> =>
   call('plan_pairs', { margin, discordanceRate, alpha, power });
 
 /** The study's blind review queue: disagreements per the filter, and on request a sample of
  * agreeing pairs. Sides are "A" and "B"; which one is the candidate is given only once labelled. */
-export const reviewQueue = (studyId: number, filter: Wire<ReviewFilter>): Promise<Wire<ReviewQueue>> =>
+export const reviewQueue = (studyId: number, filter: ReviewFilter): Promise<ReviewQueue> =>
   call('review_queue', { studyId, filter });
 
 /** Labels (or relabels) a pair, appended to the study's audit chain; resolves to the reveal. */
-export const labelPair = (input: Wire<LabelInput>): Promise<Wire<LabelOutcome>> => call('label_pair', { input });
+export const labelPair = (input: LabelInput): Promise<LabelOutcome> => call('label_pair', { input });
 
 /** Verifies the study's audit chain and compares every stored label with what the chain records. */
-export const verifyAudit = (studyId: number): Promise<Wire<AuditReport>> => call('verify_audit', { studyId });
+export const verifyAudit = (studyId: number): Promise<AuditReport> => call('verify_audit', { studyId });
 
 /** The four acceptance checks with their current evidence, its digest and the latest signature
  * (void when the evidence changed since), and the decisions recorded. Rejects with code
  * `policy_not_locked` until a policy is locked. */
-export const checklist = (studyId: number): Promise<Wire<Checklist>> => call('checklist', { studyId });
+export const checklist = (studyId: number): Promise<Checklist> => call('checklist', { studyId });
 
 /** Signs a check over the evidence digest the signer saw; refused (conflict) when the evidence has
  * changed since. Appended to the study's audit chain. */
-export const signCheck = (input: Wire<SignInput>): Promise<Wire<AuditEvent>> => call('sign_check', { input });
+export const signCheck = (input: SignInput): Promise<AuditEvent> => call('sign_check', { input });
 
 /** Records the decision for a candidate with its rationale; the suggested outcome and the state of
  * the checks are recorded with it. Appended to the study's audit chain. */
-export const decide = (input: Wire<DecideInput>): Promise<Wire<AuditEvent>> => call('decide', { input });
+export const decide = (input: DecideInput): Promise<AuditEvent> => call('decide', { input });
 
 /** Every problem of a recovery plan text, each with its JSON path; empty when it may be recorded. Stores nothing. */
 export const checkRecoveryPlan = (planJson: string): Promise<PolicyProblem[]> => call('check_recovery_plan', { planJson });
 
 /** Records the study's next recovery plan version (canonical JSON, sha256, time, author); refused
  * (conflict) when the same plan is recorded again, (invalid_input) with one `- path: …` line per problem. */
-export const recordRecoveryPlan = (input: Wire<RecordRecoveryInput>): Promise<Wire<RecordedRecoveryPlan>> =>
+export const recordRecoveryPlan = (input: RecordRecoveryInput): Promise<RecordedRecoveryPlan> =>
   call('record_recovery_plan', { input });
 
 /** Every recorded recovery plan version of a study, the one in force last. */
-export const recoveryStatus = (studyId: number): Promise<Wire<RecoveryStatus>> => call('recovery_status', { studyId });
+export const recoveryStatus = (studyId: number): Promise<RecoveryStatus> => call('recovery_status', { studyId });
 
 /** Writes the study's architecture-review packet into a new (or empty) folder, or with `zip` a new
  * .zip file; never overwrites (conflict). Rejects with `policy_not_locked` until a policy is locked,

@@ -80,7 +80,8 @@ describe('Packet screen', () => {
     const result = await screen.findByTestId('packet-result');
     expect(screen.getByTestId('packet-index-sha').textContent).toBe(INDEX_SHA);
     expect(within(result).getByTestId('packet-result-out').textContent).toBe('/tmp/packets/fp8-review');
-    expect(screen.getByTestId('packet-totals').textContent).toBe('3 files, 58,417 B');
+    expect(screen.getByTestId('packet-totals').textContent).toBe('3 files, 57.05 KiB');
+    expect(screen.getByTestId('packet-totals').getAttribute('title')).toBe('58,417 bytes');
     expect(screen.getByTestId('packet-representative').textContent).toBe('2');
     expect(screen.getAllByTestId('packet-warning').map((w) => w.textContent)).toEqual([
       'run 12 trace absent: its items are not among the representative requests',
@@ -88,7 +89,8 @@ describe('Packet screen', () => {
     const rows = screen.getAllByTestId('packet-file');
     expect(rows.map((r) => r.dataset['path'])).toEqual(['report.html', 'policy/policy.json', 'requests/representative.jsonl']);
     expect(rows[0]!.textContent).toContain('b2'.repeat(32));
-    expect(rows[0]!.textContent).toContain('48,213 B');
+    expect(rows[0]!.textContent).toContain('47.08 KiB');
+    expect(within(rows[0]!).getByTitle('48,213 bytes').textContent).toBe('47.08 KiB');
     // The verify field now points at what was written.
     expect((screen.getByTestId('packet-target') as HTMLInputElement).value).toBe('/tmp/packets/fp8-review');
     expect(exportButton().textContent).toContain('Export packet');

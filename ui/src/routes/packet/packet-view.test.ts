@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { exported, verification } from './packet-fixture';
-import { formatBytes, itemsHint, packetTotals, parseItemIds, totalsText, verificationSummary } from './packet-view';
+import { formatBytes, formatExactBytes } from '$lib/format';
+import { itemsHint, packetTotals, parseItemIds, totalsText, verificationSummary } from './packet-view';
 
 describe('parseItemIds', () => {
   it('splits on commas and line breaks, trims and drops empties', () => {
@@ -35,10 +36,11 @@ describe('packetTotals', () => {
     expect(packetTotals([])).toEqual({ files: 0, bytes: 0 });
   });
 
-  it('reads as exact, grouped bytes', () => {
-    expect(totalsText({ files: 3, bytes: 58_417 })).toBe('3 files, 58,417 B');
+  it('reads in binary units, every byte kept for a title', () => {
+    expect(totalsText({ files: 3, bytes: 58_417 })).toBe('3 files, 57.05 KiB');
     expect(totalsText({ files: 1, bytes: 12 })).toBe('1 file, 12 B');
-    expect(formatBytes(1_048_576)).toBe('1,048,576 B');
+    expect(formatBytes(1_048_576)).toBe('1.00 MiB');
+    expect(formatExactBytes(58_417)).toBe('58,417 bytes');
   });
 });
 

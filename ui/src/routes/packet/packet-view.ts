@@ -1,4 +1,5 @@
 // Presentation of what the backend wrote or found about a packet: nothing here hashes or judges a file.
+import { formatBytes, formatCount } from '$lib/format';
 import type { PacketFile } from '$lib/bindings/PacketFile';
 import type { PacketVerification } from '$lib/bindings/PacketVerification';
 
@@ -33,14 +34,9 @@ export function packetTotals(files: readonly PacketFile[]): PacketTotals {
   return { files: files.length, bytes: files.reduce((sum, f) => sum + f.size, 0) };
 }
 
-/** An exact byte count, grouped for reading. */
-export function formatBytes(bytes: number): string {
-  return `${bytes.toLocaleString('en-US')} B`;
-}
-
-/** "3 files, 12,345 B". */
+/** "3 files, 57.05 KiB". */
 export function totalsText(t: PacketTotals): string {
-  return `${t.files} ${t.files === 1 ? 'file' : 'files'}, ${formatBytes(t.bytes)}`;
+  return `${formatCount(t.files)} ${t.files === 1 ? 'file' : 'files'}, ${formatBytes(t.bytes)}`;
 }
 
 function count(n: number, what: string): string {

@@ -1,6 +1,5 @@
 import { fireEvent, render, screen, waitFor, within } from '@testing-library/svelte';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
-import type { Wire } from '$lib/ipc';
 import type { LockedPolicy } from '$lib/bindings/LockedPolicy';
 import type { PolicyStatus } from '$lib/bindings/PolicyStatus';
 import type { Study } from '$lib/bindings/Study';
@@ -22,11 +21,11 @@ import PolicyScreen from './PolicyScreen.svelte';
 const ipcMock = vi.mocked(ipc);
 const study: Study = { id: 7, name: 'FP8 KV', description: '', provenance: 'user', created_at: '2026-03-03T08:00:00Z' };
 
-function locked(version: number, patch: Partial<Wire<LockedPolicy>> = {}): Wire<LockedPolicy> {
+function locked(version: number, patch: Partial<LockedPolicy> = {}): LockedPolicy {
   return {
     study_id: 7,
     version,
-    policy: formToPolicy(templateForm()) as Wire<LockedPolicy>['policy'],
+    policy: formToPolicy(templateForm()) as LockedPolicy['policy'],
     sha256: String(version).repeat(64),
     locked_at: `2026-03-0${version}T10:00:00Z`,
     locked_by: 'Ada',
@@ -36,7 +35,7 @@ function locked(version: number, patch: Partial<Wire<LockedPolicy>> = {}): Wire<
   };
 }
 
-function status(versions: Wire<LockedPolicy>[]): Wire<PolicyStatus> {
+function status(versions: LockedPolicy[]): PolicyStatus {
   return {
     study_id: 7,
     current: versions[versions.length - 1] ?? null,

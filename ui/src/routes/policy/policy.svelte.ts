@@ -1,4 +1,4 @@
-import { checkPolicy, lockPolicy, planPairs, policyStatus, toAppError, type Wire } from '$lib/ipc';
+import { checkPolicy, lockPolicy, planPairs, policyStatus, toAppError } from '$lib/ipc';
 import type { AppError } from '$lib/bindings/AppError';
 import type { LockedPolicy } from '$lib/bindings/LockedPolicy';
 import type { PairsPlan } from '$lib/bindings/PairsPlan';
@@ -33,7 +33,7 @@ export type PlannerForm = {
  */
 export class PolicyModel {
   studyId = $state<number | null>(null);
-  status = $state.raw<Wire<PolicyStatus> | null>(null);
+  status = $state.raw<PolicyStatus | null>(null);
   statusState = $state<LoadState>('idle');
   statusError = $state<AppError | null>(null);
 
@@ -57,10 +57,10 @@ export class PolicyModel {
   locking = $state(false);
   lockError = $state<AppError | null>(null);
   /** The version this window just locked, shown with its sha256. */
-  justLocked = $state.raw<Wire<LockedPolicy> | null>(null);
+  justLocked = $state.raw<LockedPolicy | null>(null);
 
   planner = $state<PlannerForm>({ margin: 0.02, discordanceRate: 0.1, alpha: 0.05, power: 0.8 });
-  plan = $state.raw<Wire<PairsPlan> | null>(null);
+  plan = $state.raw<PairsPlan | null>(null);
   planError = $state<AppError | null>(null);
   planning = $state(false);
 
@@ -105,7 +105,7 @@ export class PolicyModel {
   }
 
   /** Replaces the edit with a locked version's policy, or the template. */
-  startFrom(version: Wire<LockedPolicy> | null): void {
+  startFrom(version: LockedPolicy | null): void {
     if (version) {
       this.setText(`${JSON.stringify(version.policy, null, 2)}\n`);
       this.startedFrom = `v${version.version}`;
@@ -192,7 +192,7 @@ export class PolicyModel {
   }
 
   /** Locks the current text; rejects with an AppError for the dialog to show. */
-  async lock(): Promise<Wire<LockedPolicy>> {
+  async lock(): Promise<LockedPolicy> {
     const studyId = this.studyId;
     if (studyId === null) throw { code: 'invalid_input', message: 'no study is open' } satisfies AppError;
     this.locking = true;

@@ -1,7 +1,6 @@
 // Analyses as the backend sends them, for the Results tests: valid B0, a candidate with paired
 // rows, and an invalid cell.
 
-import type { Wire } from '$lib/ipc';
 import type { StudyAnalysis } from '$lib/bindings/StudyAnalysis';
 import type { Cell, Row } from './results-view';
 
@@ -172,7 +171,7 @@ export function invalidCell(name: string): Cell {
   });
 }
 
-export function analysis(patch: Partial<Wire<StudyAnalysis>> = {}): Wire<StudyAnalysis> {
+export function analysis(patch: Partial<StudyAnalysis> = {}): StudyAnalysis {
   return {
     study_id: 7,
     study_name: 'FP8 KV demo',

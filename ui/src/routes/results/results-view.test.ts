@@ -2,8 +2,16 @@ import { describe, expect, it } from 'vitest';
 import { cell, invalidCell, row } from './results-fixture';
 import {
   ABSENT,
+  formatDuration,
+  formatNumber,
+  formatP,
+  formatPp,
+  formatPpInterval,
+  formatShare,
+} from '$lib/format';
+import type { PairedVerdict } from '$lib/bindings/PairedVerdict';
+import {
   OUTCOME_LABEL,
-  VERDICT_LABEL,
   acceptedShare,
   byClass,
   capacityScatter,
@@ -12,15 +20,8 @@ import {
   floorLabel,
   forestLayout,
   forestRows,
-  formatDelta,
-  formatInterval,
-  formatLevel,
   formatMeanSd,
-  formatMs,
-  formatP,
   formatRange,
-  formatShare,
-  formatValue,
   gateLabel,
   goodputBars,
   latencyLayout,
@@ -37,42 +38,46 @@ import {
 
 describe('absent values', () => {
   it('reads a missing measurement as "absent", never 0 or blank', () => {
-    for (const f of [formatValue, formatMs, formatShare, formatDelta, formatP]) {
+    for (const f of [formatNumber, formatDuration, formatShare, formatPp, formatP]) {
       expect(f(null)).toBe(ABSENT);
       expect(f(undefined)).toBe(ABSENT);
       expect(f(Number.NaN)).toBe(ABSENT);
     }
-    expect(formatInterval(null, 0.1)).toBe(ABSENT);
+    expect(formatPpInterval(null, 0.1)).toBe(ABSENT);
     expect(formatRange(0.1, null)).toBe(ABSENT);
     expect(formatMeanSd(null, 0.1)).toBe(ABSENT);
     expect(ABSENT).toBe('absent');
   });
 
   it('still shows a measured 0 as 0', () => {
-    expect(formatValue(0)).toBe('0');
-    expect(formatMs(0)).toBe('0 ms');
+    expect(formatNumber(0)).toBe('0');
+    expect(formatDuration(0)).toBe('0 ms');
     expect(formatShare(0)).toBe('0.0%');
   });
 
   it('formats measured values for reading', () => {
-    expect(formatMs(1234.56)).toBe('1,234.6 ms');
+    expect(formatDuration(1234.56)).toBe('1.2 s');
+    expect(formatDuration(234.56)).toBe('234.6 ms');
     expect(formatShare(0.9125)).toBe('91.3%');
-    expect(formatDelta(-0.0125)).toBe('−1.3 pp');
-    expect(formatDelta(0.004)).toBe('+0.4 pp');
-    expect(formatDelta(-0.0001)).toBe('0.0 pp');
-    expect(formatInterval(-0.031, 0.008)).toBe('[−3.1, +0.8] pp');
+    expect(formatPp(-0.0125)).toBe('−1.3 pp');
+    expect(formatPp(0.004)).toBe('+0.4 pp');
+    expect(formatPp(-0.0001)).toBe('0.0 pp');
+    expect(formatPpInterval(-0.031, 0.008)).toBe('[−3.1, +0.8] pp');
     expect(formatP(0.0004)).toBe('< 0.001');
     expect(formatP(0.04567)).toBe('0.0457');
-    expect(formatLevel(0.9)).toBe('90%');
-    expect(formatLevel(0.975)).toBe('97.5%');
-    expect(formatMeanSd(0.5, 0.05)).toBe('0.5 ± 0.05');
-    expect(formatMeanSd(0.5, null)).toBe('0.5');
+    expect(formatShare(0.9)).toBe('90.0%');
+    expect(formatShare(0.975)).toBe('97.5%');
+    expect(formatMeanSd(0.5, 0.05)).toBe('0.500 ± 0.0500');
+    expect(formatMeanSd(0.5, null)).toBe('0.500');
+    expect(formatMeanSd(1.1345, 0.05, 'good/s')).toBe('1.13 ± 0.0500 good/s');
+    expect(formatRange(1.11, 1.354)).toBe('[1.11, 1.35]');
   });
 });
 
 describe('labels', () => {
   it('never calls a verdict or an outcome "equivalent"', () => {
-    const all = [...Object.values(VERDICT_LABEL), ...Object.values(OUTCOME_LABEL)];
+    const verdicts: PairedVerdict[] = ['non_inferior', 'inferior', 'collect_more_evidence'];
+    const all = [...verdicts.map(verdictLabel), ...Object.values(OUTCOME_LABEL)];
     expect(all.some((l) => /equivalen/i.test(l))).toBe(false);
     expect(verdictLabel('collect_more_evidence')).toBe('collect more evidence');
     expect(verdictLabel('non_inferior')).toBe('non-inferior');

@@ -2,7 +2,6 @@
 // the geometry of the charts. Every figure comes from the backend's `analyze_study`; nothing here
 // decides a verdict, a gate or an outcome.
 
-import type { Wire } from '$lib/ipc';
 import type { CellAnalysis } from '$lib/bindings/CellAnalysis';
 import type { ClassGoodput } from '$lib/bindings/ClassGoodput';
 import type { NoiseFloor } from '$lib/bindings/NoiseFloor';
@@ -12,73 +11,14 @@ import type { Percentiles } from '$lib/bindings/Percentiles';
 import type { SloMisses } from '$lib/bindings/SloMisses';
 import type { SuggestedOutcome } from '$lib/bindings/SuggestedOutcome';
 import type { TestCell } from '$lib/bindings/TestCell';
+import { ABSENT, formatCode, formatCount, formatRate, formatShare, isPresent } from '$lib/format';
 
-export type Cell = Wire<CellAnalysis>;
-export type Row = Wire<PairedRow>;
+export type Cell = CellAnalysis;
+export type Row = PairedRow;
 
-/** What a missing measurement reads as: never 0, never blank. */
-export const ABSENT = 'absent';
-
-function present(v: number | null | undefined): v is number {
-  return v !== null && v !== undefined && Number.isFinite(v);
-}
-
-/** A measured number for reading (up to `digits` decimals, thousands separated); "absent" when missing. */
-export function formatValue(v: number | null | undefined, digits = 3): string {
-  if (!present(v)) return ABSENT;
-  return v.toLocaleString('en-US', { maximumFractionDigits: digits });
-}
-
-/** Milliseconds with one decimal; "absent" when not measured. */
-export function formatMs(v: number | null | undefined): string {
-  return present(v) ? `${formatValue(v, 1)} ms` : ABSENT;
-}
-
-/** A share in [0, 1] as a percentage with one decimal ("91.2%"); "absent" when missing. */
-export function formatShare(v: number | null | undefined): string {
-  return present(v) ? `${(v * 100).toFixed(1)}%` : ABSENT;
-}
-
-/** A signed difference of shares in percentage points ("−1.2 pp", "+0.4 pp"); "absent" when missing. */
-export function formatDelta(v: number | null | undefined): string {
-  if (!present(v)) return ABSENT;
-  const pp = v * 100;
-  const text = Math.abs(pp).toFixed(1);
-  if (text === '0.0') return '0.0 pp';
-  return `${pp < 0 ? '−' : '+'}${text} pp`;
-}
-
-/** An interval of shares in percentage points, "[−3.1, +0.8] pp"; "absent" when a bound is missing. */
-export function formatInterval(low: number | null | undefined, high: number | null | undefined): string {
-  if (!present(low) || !present(high)) return ABSENT;
-  const pp = (v: number) => {
-    const t = Math.abs(v * 100).toFixed(1);
-    return t === '0.0' ? '0.0' : `${v < 0 ? '−' : '+'}${t}`;
-  };
-  return `[${pp(low)}, ${pp(high)}] pp`;
-}
-
-/** A p-value: three significant digits, "< 0.001" below; "absent" when missing. */
-export function formatP(p: number | null | undefined): string {
-  if (!present(p)) return ABSENT;
-  if (p < 0.001) return '< 0.001';
-  return p.toPrecision(3);
-}
-
-/** A confidence level as a percentage ("95%", "97.5%"). */
-export function formatLevel(level: number): string {
-  return `${Number((level * 100).toFixed(2))}%`;
-}
-
-/** The verdict of a paired row in words. There is no "equivalent": an undecided row asks for more evidence. */
-export const VERDICT_LABEL: Record<PairedVerdict, string> = {
-  non_inferior: 'non-inferior',
-  inferior: 'inferior',
-  collect_more_evidence: 'collect more evidence',
-};
-
+/** A verdict of a paired row in words. There is no "equivalent": an undecided row asks for more evidence. */
 export function verdictLabel(verdict: PairedVerdict): string {
-  return VERDICT_LABEL[verdict];
+  return formatCode(verdict);
 }
 
 export type Tone = 'ok' | 'danger' | 'warn' | 'neutral';
@@ -141,26 +81,27 @@ export function gateLabel(qualifies: boolean | null): string {
   return qualifies === null ? 'undecided' : qualifies ? 'qualifies' : 'does not qualify';
 }
 
-/** "12.3 ± 0.8" (mean ± sd), the mean alone below two repeats; "absent" without one. */
-export function formatMeanSd(mean: number | null, sd: number | null, digits = 3): string {
-  if (!present(mean)) return ABSENT;
-  return present(sd) ? `${formatValue(mean, digits)} ± ${formatValue(sd, digits)}` : formatValue(mean, digits);
+/** A rate as mean ± sd ("1.13 ± 0.05 good/s"), the mean alone below two repeats; ABSENT without one. */
+export function formatMeanSd(mean: number | null, sd: number | null, unit: string | null = null): string {
+  if (!isPresent(mean)) return ABSENT;
+  const text = isPresent(sd) ? `${formatRate(mean, null)} ± ${formatRate(sd, null)}` : formatRate(mean, null);
+  return unit ? `${text} ${unit}` : text;
 }
 
-/** "[11.1, 13.5]" from a repeat interval; "absent" below two repeats. */
-export function formatRange(low: number | null, high: number | null, digits = 3): string {
-  if (!present(low) || !present(high)) return ABSENT;
-  return `[${formatValue(low, digits)}, ${formatValue(high, digits)}]`;
+/** "[1.11, 1.35]" from a repeat interval of a rate; ABSENT below two repeats. */
+export function formatRange(low: number | null, high: number | null): string {
+  if (!isPresent(low) || !isPresent(high)) return ABSENT;
+  return `[${formatRate(low, null)}, ${formatRate(high, null)}]`;
 }
 
 /** The noise floor in words, or why there is none. */
-export function noiseFloorText(noise: Wire<NoiseFloor> | null): string {
-  if (!noise) return 'absent: B0 has no second pass over the same items';
-  return `flip rate ${formatShare(noise.flip_rate)} (n = ${noise.n}, b = ${noise.b}, c = ${noise.c})`;
+export function noiseFloorText(noise: NoiseFloor | null): string {
+  if (!noise) return `${ABSENT}: B0 has no second pass over the same items`;
+  return `flip rate ${formatShare(noise.flip_rate)} (n = ${formatCount(noise.n)}, b = ${formatCount(noise.b)}, c = ${formatCount(noise.c)})`;
 }
 
 /** The SLO misses that happened, by reason, e.g. ["TTFT 3", "after drain 1"]. */
-export function missesList(misses: Wire<SloMisses>): string[] {
+export function missesList(misses: SloMisses): string[] {
   const names: [keyof SloMisses, string][] = [
     ['ttft', 'TTFT'],
     ['itl', 'ITL'],
@@ -169,7 +110,7 @@ export function missesList(misses: Wire<SloMisses>): string[] {
     ['not_accepted', 'not accepted'],
     ['timing_missing', 'timing missing'],
   ];
-  return names.filter(([key]) => misses[key] > 0).map(([key, label]) => `${label} ${misses[key]}`);
+  return names.filter(([key]) => misses[key] > 0).map(([key, label]) => `${label} ${formatCount(misses[key])}`);
 }
 
 /** Entries of a per-class map in the policy's class order, then any other (e.g. "(unclassified)"). */
@@ -254,12 +195,22 @@ export function niceTicks(lo: number, hi: number, count = 5): number[] {
   if (hi < lo) [lo, hi] = [hi, lo];
   if (hi === lo) return [lo];
   const raw = (hi - lo) / Math.max(1, count);
-  const power = 10 ** Math.floor(Math.log10(raw));
-  const step = [1, 2, 5, 10].map((m) => m * power).find((s) => s >= raw) ?? 10 * power;
+  const exp = Math.floor(Math.log10(raw));
+  const power = 10 ** exp;
+  const mult = [1, 2, 5, 10].find((m) => m * power >= raw) ?? 10;
+  const step = mult * power;
+  // From integers: 3 × 2 / 10 is 0.6, where 3 × 0.2 is 0.6000000000000001.
+  const at = (i: number) => (exp < 0 ? (i * mult) / 10 ** -exp : i * mult * power);
   const out: number[] = [];
   const first = Math.ceil(lo / step - 1e-9);
-  for (let i = first; i * step <= hi + step * 1e-9; i++) out.push(Number((i * step).toPrecision(12)));
+  // + 0 turns a −0 tick into 0.
+  for (let i = first; i * step <= hi + step * 1e-9; i++) out.push(at(i) + 0);
   return out;
+}
+
+/** A pixel coordinate to a tenth, for an SVG attribute (not for reading). */
+function tenth(v: number): number {
+  return Math.round(v * 10) / 10;
 }
 
 // ---- chart geometry ----------------------------------------------------------------------------
@@ -279,6 +230,14 @@ export const CHART = {
 
 /** One colour per cell: B0 dark grey, candidates distinct and colour-blind safe (Okabe–Ito). */
 const CELL_COLOURS = ['#0072b2', '#d55e00', '#009e73', '#cc79a7', '#e69f00', '#56b4e9'];
+
+/** One shade per request class, where the cells are the groups (same palette, another order). */
+const CLASS_SHADES = ['#0072b2', '#56b4e9', '#009e73', '#e69f00', '#cc79a7', '#d55e00'];
+
+export function classShade(classes: readonly string[], klass: string): string {
+  const i = classes.indexOf(klass);
+  return CLASS_SHADES[(i < 0 ? classes.length : i) % CLASS_SHADES.length]!;
+}
 
 export function cellColour(cells: readonly string[], cell: string): string {
   if (cell === 'B0') return '#3b4048';
@@ -320,7 +279,7 @@ export function forestLayout(rows: readonly Row[], width = 640, labelWidth = 190
   const values: number[] = [0];
   for (const r of rows) {
     values.push(-r.margin);
-    for (const v of [r.ci_low, r.ci_high, r.delta]) if (present(v)) values.push(v);
+    for (const v of [r.ci_low, r.ci_high, r.delta]) if (isPresent(v)) values.push(v);
   }
   let lo = Math.min(...values);
   let hi = Math.max(...values);
@@ -342,9 +301,9 @@ export function forestLayout(rows: readonly Row[], width = 640, labelWidth = 190
       row,
       label: row.kind === 'overall' ? 'overall' : row.stratum,
       y: top + i * FOREST_ROW_HEIGHT + FOREST_ROW_HEIGHT / 2,
-      x0: present(row.ci_low) ? x(row.ci_low) : null,
-      x1: present(row.ci_high) ? x(row.ci_high) : null,
-      xd: present(row.delta) ? x(row.delta) : null,
+      x0: isPresent(row.ci_low) ? x(row.ci_low) : null,
+      x1: isPresent(row.ci_high) ? x(row.ci_high) : null,
+      xd: isPresent(row.delta) ? x(row.delta) : null,
       xm: x(-row.margin),
     })),
   };
@@ -388,7 +347,7 @@ export function goodputBars(cells: readonly Cell[], classes: readonly string[], 
     if (!c.valid) continue;
     for (const g of Object.values(c.goodput)) {
       if (!g) continue;
-      for (const v of [g.repeats.mean, g.repeats.ci_high]) if (present(v)) max = Math.max(max, v);
+      for (const v of [g.repeats.mean, g.repeats.ci_high]) if (isPresent(v)) max = Math.max(max, v);
     }
   }
   const top = 16;
@@ -405,7 +364,7 @@ export function goodputBars(cells: readonly Cell[], classes: readonly string[], 
     if (!c.valid) return;
     const inner = barWidth * classNames.length;
     classNames.forEach((k, bi) => {
-      const g: Wire<ClassGoodput> | undefined = c.goodput[k];
+      const g: ClassGoodput | undefined = c.goodput[k];
       if (!g) return;
       const mean = g.repeats.mean;
       const low = g.repeats.ci_low;
@@ -415,11 +374,11 @@ export function goodputBars(cells: readonly Cell[], classes: readonly string[], 
         klass: k,
         x: gx + (groupWidth - inner) / 2 + bi * barWidth,
         width: barWidth - 2,
-        y: present(mean) ? y(mean) : null,
-        whisker: present(low) && present(high) ? { y0: y(Math.max(0, low)), y1: y(high) } : null,
-        mean: present(mean) ? mean : null,
-        low: present(low) ? low : null,
-        high: present(high) ? high : null,
+        y: isPresent(mean) ? y(mean) : null,
+        whisker: isPresent(low) && isPresent(high) ? { y0: y(Math.max(0, low)), y1: y(high) } : null,
+        mean: isPresent(mean) ? mean : null,
+        low: isPresent(low) ? low : null,
+        high: isPresent(high) ? high : null,
         runs: g.repeats.n,
         sloOnly: g.slo_only,
       });
@@ -471,8 +430,8 @@ export function latencyLayout(
   let max = 0;
   for (const c of valid) {
     for (const k of shown) {
-      const p: Wire<Percentiles> | undefined = c.latency[k]?.[metric];
-      for (const v of [p?.p50, p?.p90, p?.p99]) if (present(v)) max = Math.max(max, v);
+      const p: Percentiles | undefined = c.latency[k]?.[metric];
+      for (const v of [p?.p50, p?.p90, p?.p99]) if (isPresent(v)) max = Math.max(max, v);
     }
   }
   const top = 12;
@@ -496,7 +455,7 @@ export function latencyLayout(
         count: p.count,
         points: (['p50', 'p90', 'p99'] as const).map((key) => {
           const value = p[key];
-          return { key, value: present(value) ? value : null, x: present(value) ? x(value) : null };
+          return { key, value: isPresent(value) ? value : null, x: isPresent(value) ? x(value) : null };
         }),
       });
     });
@@ -550,7 +509,7 @@ export function cdfLayout(cells: readonly Cell[], klass: string, metric: CdfMetr
     lines.push({
       cell: c.cell,
       count: c.latency[klass]?.count ?? 0,
-      points: q.map((v, i) => `${x(v).toFixed(1)},${y(i / last).toFixed(1)}`).join(' '),
+      points: q.map((v, i) => `${tenth(x(v))},${tenth(y(i / last))}`).join(' '),
     });
   }
   return {
@@ -602,7 +561,7 @@ export function capacityScatter(cells: readonly Cell[], axis: CapacityAxis, widt
     }
     const xv = c.capacity[axis];
     const yv = acceptedShare(c);
-    if (!present(xv)) missing.push({ cell: c.cell, why: `${axis === 'engine_kv_tokens' ? 'KV capacity' : 'running max'} absent` });
+    if (!isPresent(xv)) missing.push({ cell: c.cell, why: `${axis === 'engine_kv_tokens' ? 'KV capacity' : 'running max'} absent` });
     else if (yv === null) missing.push({ cell: c.cell, why: 'no offered requests' });
     else points.push({ cell: c.cell, xValue: xv, yValue: yv });
   }
@@ -622,14 +581,6 @@ export function capacityScatter(cells: readonly Cell[], axis: CapacityAxis, widt
     points: points.map((p) => ({ ...p, x: x(p.xValue), y: y(p.yValue) })),
     missing,
   };
-}
-
-/** A tick label: compact for large values (12k, 1.5M), trimmed decimals otherwise. */
-export function tickLabel(v: number): string {
-  const a = Math.abs(v);
-  if (a >= 1e6) return `${Number((v / 1e6).toPrecision(3))}M`;
-  if (a >= 1e4) return `${Number((v / 1e3).toPrecision(3))}k`;
-  return String(Number(v.toPrecision(4)));
 }
 
 // ---- export --------------------------------------------------------------------------------------

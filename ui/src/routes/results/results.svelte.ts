@@ -1,4 +1,4 @@
-import { analyzeStudy, toAppError, type Wire } from '$lib/ipc';
+import { analyzeStudy, toAppError } from '$lib/ipc';
 import type { AppError } from '$lib/bindings/AppError';
 import type { StudyAnalysis } from '$lib/bindings/StudyAnalysis';
 import type { LoadState } from '$lib/workspace.svelte';
@@ -9,7 +9,7 @@ import type { LoadState } from '$lib/workspace.svelte';
  */
 export class ResultsModel {
   studyId = $state<number | null>(null);
-  analysis = $state.raw<Wire<StudyAnalysis> | null>(null);
+  analysis = $state.raw<StudyAnalysis | null>(null);
   state = $state<LoadState>('idle');
   error = $state<AppError | null>(null);
 

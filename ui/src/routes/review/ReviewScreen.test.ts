@@ -1,7 +1,6 @@
 import { fireEvent, render, screen, waitFor, within } from '@testing-library/svelte';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import type { Study } from '$lib/bindings/Study';
-import type { Wire } from '$lib/ipc';
 import type { AuditReport } from '$lib/bindings/AuditReport';
 import type { ReviewQueue } from '$lib/bindings/ReviewQueue';
 
@@ -86,11 +85,11 @@ function pair(n: number, over: Partial<Pair> = {}): Pair {
   };
 }
 
-function queue(pairs: Pair[], over: Partial<Wire<ReviewQueue>> = {}): Wire<ReviewQueue> {
+function queue(pairs: Pair[], over: Partial<ReviewQueue> = {}): ReviewQueue {
   return { study_id: 7, seed: 'seed-1', pairs, disagreements: { C1: 0, Q8: pairs.length }, labelled: 0, ...over };
 }
 
-const intact: Wire<AuditReport> = { study_id: 7, events: 0, intact: true, chain_break: null, tampered: [] };
+const intact: AuditReport = { study_id: 7, events: 0, intact: true, chain_break: null, tampered: [] };
 
 function setup() {
   const workspace = new Workspace();

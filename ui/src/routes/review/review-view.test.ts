@@ -1,11 +1,10 @@
 import { describe, expect, it } from 'vitest';
+import { formatCount, formatDuration } from '$lib/format';
 import {
   LABELS,
   LABEL_NAME,
   agreeingSample,
   diffFields,
-  formatCount,
-  formatMs,
   isTypingTarget,
   keyAction,
   labelText,
@@ -189,8 +188,9 @@ describe('labels and text', () => {
       'de · long · end · multi document · present',
     );
     expect(strataText(null)).toBe('strata unknown');
-    expect(formatMs(null)).toBe('absent');
-    expect(formatMs(1234.56)).toBe('1,234.6 ms');
+    expect(formatDuration(null)).toBe('absent');
+    expect(formatDuration(1234.56)).toBe('1.2 s');
+    expect(formatDuration(234.56)).toBe('234.6 ms');
     expect(formatCount(null)).toBe('absent');
     expect(formatCount(0)).toBe('0');
     expect(agreeingSample('12')).toBe(12);

@@ -2,7 +2,7 @@
 // reviewer presses, the field-by-field diff of extracted values, and label names. Nothing here
 // decides a label or reveals a side: the backend gives `candidate_is_a` only once a pair is labelled.
 
-import type { Wire } from '$lib/ipc';
+import { formatCode } from '$lib/format';
 import type { AdjudicationLabel } from '$lib/bindings/AdjudicationLabel';
 import type { AnswerKind } from '$lib/bindings/AnswerKind';
 import type { Distractor } from '$lib/bindings/Distractor';
@@ -16,10 +16,7 @@ import type { ReasonCode } from '$lib/bindings/ReasonCode';
 import type { ReviewPair } from '$lib/bindings/ReviewPair';
 import type { TaskType } from '$lib/bindings/TaskType';
 
-export type Pair = Wire<ReviewPair>;
-
-/** What a missing measurement reads as: never 0, never blank. */
-export const ABSENT = 'absent';
+export type Pair = ReviewPair;
 
 // ---------------------------------------------------------------------------------------------
 // Labels
@@ -78,7 +75,7 @@ export const REASON_CODES: readonly ReasonCode[] = [
 /** The strata of an item for a row: "de · long · end · numeric · present"; "strata unknown" without. */
 export function strataText(s: ItemStrata | null | undefined): string {
   if (!s) return 'strata unknown';
-  return [s.language, s.length_class, s.position, s.task_type.replace('_', ' '), s.answer_kind].join(' · ');
+  return [s.language, s.length_class, s.position, formatCode(s.task_type), s.answer_kind].join(' · ');
 }
 
 /** A count of agreeing pairs from the input: a whole number ≥ 0 (anything else reads as 0). */
@@ -273,7 +270,7 @@ export function markPrompt(text: string, evidence: readonly string[], distractor
     }
   };
   for (const e of evidence) add(e, 'evidence');
-  for (const d of distractors) add(d.text, 'distractor', d.kinds.map((k) => k.replaceAll('_', ' ')).join(', '));
+  for (const d of distractors) add(d.text, 'distractor', d.kinds.map(formatCode).join(', '));
   marks.sort((x, y) => x.from - y.from);
   const out: Segment[] = [];
   let at = 0;
@@ -286,19 +283,4 @@ export function markPrompt(text: string, evidence: readonly string[], distractor
   }
   if (at < text.length) out.push({ text: text.slice(at), kind: 'plain' });
   return out;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Numbers
-
-/** Milliseconds with one decimal; "absent" when not measured. */
-export function formatMs(v: number | null | undefined): string {
-  if (v === null || v === undefined || !Number.isFinite(v)) return ABSENT;
-  return `${v.toLocaleString('en-US', { maximumFractionDigits: 1 })} ms`;
-}
-
-/** A count; "absent" when not measured. */
-export function formatCount(v: number | null | undefined): string {
-  if (v === null || v === undefined || !Number.isFinite(v)) return ABSENT;
-  return v.toLocaleString('en-US');
 }

@@ -1,4 +1,4 @@
-import { labelPair, reviewQueue, toAppError, verifyAudit, type Wire } from '$lib/ipc';
+import { labelPair, reviewQueue, toAppError, verifyAudit } from '$lib/ipc';
 import type { AdjudicationLabel } from '$lib/bindings/AdjudicationLabel';
 import type { AppError } from '$lib/bindings/AppError';
 import type { AuditReport } from '$lib/bindings/AuditReport';
@@ -17,7 +17,7 @@ function readReviewer(): string {
   }
 }
 
-function emptyFilter(): Wire<ReviewFilter> {
+function emptyFilter(): ReviewFilter {
   return { candidate: null, strata: {}, reason: null, agreeing_sample: 0 };
 }
 
@@ -30,11 +30,11 @@ export type Reveal = { pairId: string; candidateIsA: boolean; candidate: string 
  */
 export class ReviewModel {
   studyId = $state<number | null>(null);
-  filter = $state.raw<Wire<ReviewFilter>>(emptyFilter());
-  queue = $state.raw<Wire<ReviewQueue> | null>(null);
+  filter = $state.raw<ReviewFilter>(emptyFilter());
+  queue = $state.raw<ReviewQueue | null>(null);
   state = $state<LoadState>('idle');
   error = $state<AppError | null>(null);
-  audit = $state.raw<Wire<AuditReport> | null>(null);
+  audit = $state.raw<AuditReport | null>(null);
   auditError = $state<AppError | null>(null);
   /** Index of the current pair in `queue.pairs`. */
   index = $state(0);
@@ -75,7 +75,7 @@ export class ReviewModel {
     }
   }
 
-  setFilter(filter: Wire<ReviewFilter>): void {
+  setFilter(filter: ReviewFilter): void {
     this.filter = filter;
     void this.load();
   }

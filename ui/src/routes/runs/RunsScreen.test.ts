@@ -33,7 +33,7 @@ vi.mock('$lib/ipc', async (importOriginal) => ({
 }));
 
 import * as ipc from '$lib/ipc';
-import type { FileDrag, Wire } from '$lib/ipc';
+import type { FileDrag } from '$lib/ipc';
 import { Workspace } from '$lib/workspace.svelte';
 import { ImportsModel } from './imports.svelte';
 import RunsScreen from './RunsScreen.svelte';
@@ -67,7 +67,7 @@ const f16: LocalServer = {
   started_at: '2026-03-04T09:00:00Z',
 };
 
-function summary(id: number, state: string, patch: Partial<Wire<RunSummary>> = {}): Wire<RunSummary> {
+function summary(id: number, state: RunSummary['state'], patch: Partial<RunSummary> = {}): RunSummary {
   return {
     id,
     study_id: 7,
@@ -94,7 +94,7 @@ function summary(id: number, state: string, patch: Partial<Wire<RunSummary>> = {
 const KV_LINE =
   'llama_kv_cache: size =   45.00 MiB (  2048 cells,  30 layers,  1/1 seqs), K (f16):   22.50 MiB, V (f16):   22.50 MiB';
 
-function detail(patch: Partial<Wire<RunDetail>> = {}): Wire<RunDetail> {
+function detail(patch: Partial<RunDetail> = {}): RunDetail {
   return {
     run: summary(5, 'completed'),
     requests: [
@@ -137,6 +137,8 @@ function detail(patch: Partial<Wire<RunDetail>> = {}): Wire<RunDetail> {
         line: 91,
         text: KV_LINE,
       },
+      more_llama_kv_caches: [],
+      starts: [],
       default_scale_lines: [],
     },
     evidence: [{ kind: 'startup_log', source_name: f16.log_path, sha256: '5a'.repeat(32), bytes: 18000 }],
@@ -396,7 +398,8 @@ describe('Runs screen', () => {
 
     const request = within(panel).getByTestId('run-request-row');
     const cells = [...request.querySelectorAll('td')].map((td) => td.textContent?.trim());
-    expect(cells.slice(0, 8)).toEqual(['0', 'eval-en-short-start-extract-0', '0', '', 'ok HTTP 200', '300.0 ms', '1500.0 ms', '21']);
+    expect(cells.slice(0, 8)).toEqual(['0', 'eval-en-short-start-extract-0', '0', '', 'ok HTTP 200', '300 ms', '1.5 s', '21']);
+    expect(request.querySelectorAll('td')[6]!.getAttribute('title')).toBe('1500');
     expect(within(request).getByTestId('run-request-verdict').textContent).toBe('rejected');
     const output = within(request).getByTestId('run-request-output');
     expect(output.textContent).toBe('<img src=x onerror="alert(1)"> {"asset":"AX-104"}');
@@ -534,7 +537,9 @@ describe('Import results', () => {
     expect(input.job).toMatch(/^import-/);
     const preview = await screen.findByTestId('import-preview-result');
     expect(within(preview).getByTestId('import-preview-sha256').textContent).toBe(SHA);
-    expect(within(preview).getByTestId('import-preview-bytes').textContent).toBe('3,487 bytes');
+    expect(within(preview).getByTestId('import-preview-bytes').textContent).toBe('3.41 KiB');
+    expect(within(preview).getByTestId('import-preview-bytes').getAttribute('title')).toBe('3,487 bytes');
+    expect(within(preview).getByTestId('import-preview-bytes').dataset.bytes).toBe('3487');
     expect(within(preview).getByTestId('import-aggregates-only').textContent).toContain('Aggregates only: no per-request rows.');
     expect(within(preview).getByTestId('import-preview-granularity').textContent).toBe('aggregates only: no per-request rows');
     expect(within(preview).getByTestId('import-preview-run-counts').textContent?.trim()).toBe('n/a');
@@ -618,7 +623,7 @@ describe('Import results', () => {
     const bar = screen.getByTestId('import-progress-bar') as HTMLProgressElement;
     expect(bar.value).toBe(512);
     expect(bar.max).toBe(2048);
-    expect(screen.getByTestId('import-progress-text').textContent?.trim()).toBe('reading 512 of 2,048 bytes');
+    expect(screen.getByTestId('import-progress-text').textContent?.trim()).toBe('reading 512 B of 2.00 KiB');
 
     await fireEvent.click(screen.getByTestId('import-cancel'));
     expect(ipcMock.cancelImport).toHaveBeenCalledWith(job);

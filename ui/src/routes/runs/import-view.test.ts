@@ -1,11 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import type { ImportEvent } from '$lib/bindings/ImportEvent';
+import { ABSENT, formatBytes, formatExactBytes, formatFigure } from '$lib/format';
 import {
   IMPORT_FORMATS,
   emptyMapping,
   fileName,
-  formatBytes,
-  formatFigure,
   granularityBadge,
   importBar,
   importInput,
@@ -138,7 +137,7 @@ describe('formatFigure', () => {
   });
 
   it('says when a figure was not a finite number (JSON null)', () => {
-    expect(formatFigure(null)).toEqual({ text: '—', exact: 'not a finite number', rounded: false });
+    expect(formatFigure(null)).toEqual({ text: ABSENT, exact: 'not a finite number', rounded: false });
   });
 });
 
@@ -155,7 +154,7 @@ describe('import progress', () => {
   it('reads bytes, then stores rows', () => {
     const reading = event({ bytes_read: 1024, total_bytes: 3487 });
     expect(importBar(reading)).toEqual({ value: 1024, max: 3487 });
-    expect(importProgressText(reading)).toBe('reading 1,024 of 3,487 bytes');
+    expect(importProgressText(reading)).toBe('reading 1.00 KiB of 3.41 KiB');
     const storing = event({ phase: 'storing', bytes_read: 3487, total_bytes: 3487, rows_stored: 500, total_rows: 1000 });
     expect(importBar(storing)).toEqual({ value: 500, max: 1000 });
     expect(importProgressText(storing)).toBe('storing 500 of 1,000 request rows');
@@ -167,9 +166,11 @@ describe('import progress', () => {
     expect(importBar(event({ phase: 'storing', total_rows: 0 }))).toBeNull();
   });
 
-  it('formats byte counts exactly', () => {
-    expect(formatBytes(3487)).toBe('3,487 bytes');
-    expect(formatBytes(1)).toBe('1 byte');
+  it('formats byte counts in binary units, every byte for a title', () => {
+    expect(formatBytes(3487)).toBe('3.41 KiB');
+    expect(formatBytes(1)).toBe('1 B');
+    expect(formatExactBytes(3487)).toBe('3,487 bytes');
+    expect(formatExactBytes(1)).toBe('1 byte');
   });
 });
 

@@ -1,7 +1,7 @@
-// Presentation of imports: the format choices, the request for `preview_import`, progress, and
-// tool-reported figures shown without losing digits. Nothing here reads a file or judges one:
-// recognising, hashing and counting are the backend's.
+// Presentation of imports: the format choices, the request for `preview_import` and progress.
+// Nothing here reads a file or judges one: recognising, hashing and counting are the backend's.
 
+import { formatBytes, formatCount } from '$lib/format';
 import type { AppError } from '$lib/bindings/AppError';
 import type { ColumnMapping } from '$lib/bindings/ColumnMapping';
 import type { ImportEvent } from '$lib/bindings/ImportEvent';
@@ -132,29 +132,6 @@ export function granularityBadge(granularity: string): { label: string; title: s
   }
 }
 
-/**
- * A tool-reported figure for reading: at least 6 significant digits (all integer digits), and
- * the exact value as JavaScript prints the stored f64 (the shortest text that reads back to the
- * same number). `rounded` says whether `text` dropped digits. A figure that was not a finite
- * number reaches the UI as `null`.
- */
-export function formatFigure(value: number | null): { text: string; exact: string; rounded: boolean } {
-  if (value === null || !Number.isFinite(value)) {
-    return { text: '—', exact: 'not a finite number', rounded: false };
-  }
-  const exact = String(value);
-  if (Number.isInteger(value) || value === 0) return { text: exact, exact, rounded: false };
-  const integerDigits = Math.floor(Math.log10(Math.abs(value))) + 1;
-  const digits = Math.min(21, Math.max(6, integerDigits));
-  const text = String(Number(value.toPrecision(digits)));
-  return { text, exact, rounded: text !== exact };
-}
-
-/** "3,487 bytes". */
-export function formatBytes(bytes: number): string {
-  return `${bytes.toLocaleString('en-US')} byte${bytes === 1 ? '' : 's'}`;
-}
-
 /** `<progress>` attributes of an import, `null` when the total is not known (a bar without value). */
 export function importBar(event: ImportEvent): { value: number; max: number } | null {
   if (event.phase === 'storing') {
@@ -166,14 +143,13 @@ export function importBar(event: ImportEvent): { value: number; max: number } | 
   return { value: Math.min(event.bytes_read, event.total_bytes), max: event.total_bytes };
 }
 
-/** "reading 1,024 of 3,487 bytes", "storing 500 of 1,000 request rows", "stored". */
+/** "reading 1.00 KiB of 3.41 KiB", "storing 500 of 1,000 request rows", "stored". */
 export function importProgressText(event: ImportEvent): string {
-  const n = (v: number) => v.toLocaleString('en-US');
   switch (event.phase) {
     case 'reading':
-      return `reading ${n(event.bytes_read)} of ${n(event.total_bytes)} bytes`;
+      return `reading ${formatBytes(event.bytes_read)} of ${formatBytes(event.total_bytes)}`;
     case 'storing':
-      return `storing ${n(event.rows_stored)} of ${n(event.total_rows)} request rows`;
+      return `storing ${formatCount(event.rows_stored)} of ${formatCount(event.total_rows)} request rows`;
     case 'done':
       return 'stored';
   }

@@ -1,14 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import type { Wire } from '$lib/ipc';
+import { ABSENT, formatDuration, formatNumber } from '$lib/format';
 import type { RunEvent } from '$lib/bindings/RunEvent';
 import type { StartupEvidence } from '$lib/bindings/StartupEvidence';
 import type { StoredManifest } from '$lib/bindings/StoredManifest';
 import {
   applyRunEvent,
   configBaseUrl,
-  formatDuration,
-  formatMs,
-  formatNumber,
   kvCache,
   metricRows,
   progressBar,
@@ -76,29 +73,31 @@ describe('progress', () => {
 
 describe('durations', () => {
   it('reads in ms, seconds or minutes', () => {
-    expect(formatDuration(849.6)).toBe('850 ms');
+    expect(formatDuration(849.6)).toBe('849.6 ms');
+    expect(formatDuration(850)).toBe('850 ms');
     expect(formatDuration(12_345)).toBe('12.3 s');
     expect(formatDuration(185_000)).toBe('3 min 05 s');
   });
 
-  it('shows a missing measurement as a dash, never 0', () => {
-    expect(formatDuration(null)).toBe('—');
-    expect(formatDuration(undefined)).toBe('—');
-    expect(formatMs(null)).toBe('—');
-    expect(formatMs(0)).toBe('0.0 ms');
-    expect(formatMs(412.34)).toBe('412.3 ms');
+  it('shows a missing measurement as absent, never 0', () => {
+    expect(formatDuration(null)).toBe(ABSENT);
+    expect(formatDuration(undefined)).toBe(ABSENT);
+    expect(formatDuration(0)).toBe('0 ms');
+    expect(formatDuration(412.34)).toBe('412.3 ms');
   });
 });
 
 describe('kvCache', () => {
   it('reads the llama.cpp KV cache line with two decimals, as printed', () => {
-    const startup: Wire<StartupEvidence> = {
+    const startup: StartupEvidence = {
       attention_backend: { value: 'flash_attn', line: 80, text: 'llama_context: flash_attn = enabled' },
       llama_kv_cache: {
         value: { size_mib: 45, cells: 2048, layers: 30, seqs: '1/1', k_type: 'f16', k_mib: 22.5, v_type: 'f16', v_mib: 22.5 },
         line: 91,
         text: 'llama_kv_cache: size =   45.00 MiB (  2048 cells,  30 layers,  1/1 seqs), K (f16):   22.50 MiB, V (f16):   22.50 MiB',
       },
+      more_llama_kv_caches: [],
+      starts: [],
       default_scale_lines: [],
     };
     expect(kvCache(startup)).toMatchObject({ size: '45.00 MiB', mib: 45, kType: 'f16', vType: 'f16', cells: 2048, line: 91 });
@@ -111,7 +110,7 @@ describe('kvCache', () => {
 
   it('is null when the log says nothing about it', () => {
     expect(kvCache(null)).toBeNull();
-    expect(kvCache({ default_scale_lines: [] })).toBeNull();
+    expect(kvCache({ more_llama_kv_caches: [], starts: [], default_scale_lines: [] })).toBeNull();
   });
 });
 
@@ -133,11 +132,11 @@ describe('runnableCells', () => {
 });
 
 describe('formatNumber', () => {
-  it('keeps up to three decimals and separates thousands; absent is a dash', () => {
+  it('keeps up to three decimals and separates thousands; absent is absent', () => {
     expect(formatNumber(0.12345)).toBe('0.123');
     expect(formatNumber(12345)).toBe('12,345');
     expect(formatNumber(0)).toBe('0');
-    expect(formatNumber(null)).toBe('—');
+    expect(formatNumber(null)).toBe(ABSENT);
   });
 });
 

@@ -1,7 +1,7 @@
 // Presentation of what the backend measured and stored for runs: progress, durations, evidence.
 // Nothing here judges a run: verdicts, validity and counts are the backend's.
 
-import type { Wire } from '$lib/ipc';
+import { formatCount, formatDuration, formatMiB } from '$lib/format';
 import type { AppError } from '$lib/bindings/AppError';
 import type { QualityRunInput } from '$lib/bindings/QualityRunInput';
 import type { RunEvent } from '$lib/bindings/RunEvent';
@@ -44,36 +44,20 @@ export function progressBar(progress: RunProgress): { value: number; max: number
 
 /** "sent 3 / 6, finished 2, failed 0, elapsed 12.4 s" (planned unknown: "sent 3"). */
 export function progressText(progress: RunProgress): string {
-  const sent = progress.planned === null ? `sent ${progress.sent}` : `sent ${progress.sent} / ${progress.planned}`;
-  return `${sent}, finished ${progress.finished}, failed ${progress.failed}, elapsed ${formatDuration(progress.elapsed_ms)}`;
-}
-
-/** A duration for reading: "850 ms", "12.4 s", "3 min 05 s"; "—" when not measured. */
-export function formatDuration(ms: number | null | undefined): string {
-  if (ms === null || ms === undefined || !Number.isFinite(ms)) return '—';
-  if (ms < 1000) return `${Math.round(ms)} ms`;
-  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
-  const total = Math.round(ms / 1000);
-  const minutes = Math.floor(total / 60);
-  const seconds = total % 60;
-  return `${minutes} min ${String(seconds).padStart(2, '0')} s`;
-}
-
-/** Milliseconds with one decimal ("412.3 ms"); "—" when not measured (never 0). */
-export function formatMs(ms: number | null | undefined): string {
-  if (ms === null || ms === undefined || !Number.isFinite(ms)) return '—';
-  return `${ms.toFixed(1)} ms`;
+  const n = formatCount;
+  const sent = progress.planned === null ? `sent ${n(progress.sent)}` : `sent ${n(progress.sent)} / ${n(progress.planned)}`;
+  return `${sent}, finished ${n(progress.finished)}, failed ${n(progress.failed)}, elapsed ${formatDuration(progress.elapsed_ms)}`;
 }
 
 /** What the startup log says about the KV cache, as printed by llama.cpp; `null` when it says nothing. */
 export function kvCache(
-  startup: Wire<StartupEvidence> | null | undefined,
+  startup: StartupEvidence | null | undefined,
 ): { size: string; mib: number; kType: string; vType: string; cells: number; line: number; text: string } | null {
   const found = startup?.llama_kv_cache;
   if (!found) return null;
   const kv = found.value;
   return {
-    size: `${kv.size_mib.toFixed(2)} MiB`,
+    size: formatMiB(kv.size_mib),
     mib: kv.size_mib,
     kType: kv.k_type,
     vType: kv.v_type,
@@ -86,12 +70,6 @@ export function kvCache(
 /** The cells a run can be started for: frozen manifests, in the order listed. */
 export function runnableCells(manifests: readonly StoredManifest[]): string[] {
   return manifests.filter((m) => m.status === 'frozen').map((m) => m.cell);
-}
-
-/** A measured value for reading: up to three decimals, thousands separated; "—" when absent. */
-export function formatNumber(value: number | null | undefined): string {
-  if (value === null || value === undefined || !Number.isFinite(value)) return '—';
-  return value.toLocaleString('en-US', { maximumFractionDigits: 3 });
 }
 
 /** Entries of a per-metric summary map, by metric name. */
@@ -129,7 +107,7 @@ function wholeNumber(value: number | null, name: string, min: number): AppError 
  * The request for `run_quality`, or the first problem with the form. Only what the request type
  * itself needs is checked here (present fields, whole numbers); the backend checks the rest.
  */
-export function qualityRunInput(form: QualityForm): Wire<QualityRunInput> | AppError {
+export function qualityRunInput(form: QualityForm): QualityRunInput | AppError {
   if (!form.cell) return invalid('cell: expected a frozen manifest to run, found none chosen');
   const baseUrl = form.baseUrl.trim();
   if (!baseUrl) return invalid('endpoint: expected a base URL (e.g. http://127.0.0.1:8080), found nothing');

@@ -9,7 +9,6 @@ import {
   startLocalServer,
   stopLocalServer,
   toAppError,
-  type Wire,
 } from '$lib/ipc';
 import type { AppError } from '$lib/bindings/AppError';
 import type { LocalServer } from '$lib/bindings/LocalServer';
@@ -62,7 +61,7 @@ export class RunsModel {
   manifestsState = $state<LoadState>('idle');
   manifestsError = $state<AppError | null>(null);
 
-  runs = $state.raw<Wire<RunSummary>[]>([]);
+  runs = $state.raw<RunSummary[]>([]);
   runsState = $state<LoadState>('idle');
   runsError = $state<AppError | null>(null);
   progress = $state.raw<ProgressByRun>({});
@@ -73,7 +72,7 @@ export class RunsModel {
   lastFinished = $state.raw<{ id: number; state: string } | null>(null);
 
   selectedRunId = $state<number | null>(null);
-  detail = $state.raw<Wire<RunDetail> | null>(null);
+  detail = $state.raw<RunDetail | null>(null);
   detailState = $state<LoadState>('idle');
   detailError = $state<AppError | null>(null);
 
@@ -210,7 +209,7 @@ export class RunsModel {
   }
 
   /** Starts a quality run without waiting for it: the call answers only when the run is stored. */
-  startQuality(input: Wire<QualityRunInput>): Launch {
+  startQuality(input: QualityRunInput): Launch {
     const launch: Launch = {
       key: ++this.launchSeq,
       studyId: input.study_id,

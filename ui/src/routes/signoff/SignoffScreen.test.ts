@@ -107,7 +107,7 @@ describe('Sign-off screen', () => {
     expect(within(ops).getByTestId('evidence-ops-requests').textContent).toContain('offered');
 
     const recovery = checks[3]!;
-    expect(within(recovery).getByTestId('evidence-recovery-drain').textContent).toContain('30 s');
+    expect(within(recovery).getByTestId('evidence-recovery-drain').textContent).toContain('30.0 s');
     const fit = within(recovery).getAllByTestId('evidence-recovery-cell').find((r) => r.dataset['cell'] === 'C1')!;
     expect(fit.dataset['fits']).toBe('false');
     expect(fit.textContent).toContain('21 sequences');
@@ -250,7 +250,7 @@ describe('Sign-off screen: recovery plan', () => {
     setup();
     const recovery = await check('recovery');
     const plan = within(recovery).getByTestId('evidence-recovery-plan');
-    expect(within(plan).getByTestId('evidence-recovery-canary').textContent).toContain('5 %');
+    expect(within(plan).getByTestId('evidence-recovery-canary').textContent).toContain('5.0%');
     expect(within(plan).getByTestId('evidence-recovery-canary').textContent).toContain('chat-short/eu-1');
     expect(within(plan).getByTestId('evidence-recovery-breach').textContent).toContain('TTFT p99 above the class SLO');
     expect(within(plan).getByTestId('evidence-recovery-rehearsal').dataset['date']).toBe('2026-11-30');

@@ -1,7 +1,6 @@
 // Checklists as the backend sends them (`checklist`), for the Sign-off tests: the evidence JSON of
 // each check in the shapes kvgate-app builds, signatures and decisions as audit events.
 
-import type { Wire } from '$lib/ipc';
 import type { Check } from '$lib/bindings/Check';
 import type { Checklist } from '$lib/bindings/Checklist';
 import type { RecoveryPlan } from '$lib/bindings/RecoveryPlan';
@@ -147,7 +146,7 @@ export function voidStatus(check: Check, seq: number): Status {
   };
 }
 
-export function checklist(patch: Partial<Wire<Checklist>> = {}): Wire<Checklist> {
+export function checklist(patch: Partial<Checklist> = {}): Checklist {
   return {
     study_id: 7,
     checks: [status('compatibility'), status('quality'), status('operations'), status('recovery')],

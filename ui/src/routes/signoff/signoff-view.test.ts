@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { formatBytes } from '$lib/format';
 import { cell, invalidCell } from '../results/results-fixture';
 import { EVIDENCE, PLAN, event, recoveryEvidenceWithoutPlan, signedStatus, status, voidStatus } from './signoff-fixture';
 import {
@@ -9,7 +10,6 @@ import {
   decisionLabel,
   decisionWarning,
   emptyRecoveryForm,
-  formatBytes,
   isFailedStepFinding,
   isIsoDate,
   mergeProblems,
@@ -159,7 +159,7 @@ describe('evidence tables', () => {
   });
 
   it('formats bytes in binary units', () => {
-    expect(formatBytes(12 * 1024 ** 3)).toBe('12.0 GiB');
+    expect(formatBytes(12 * 1024 ** 3)).toBe('12.00 GiB');
     expect(formatBytes(512)).toBe('512 B');
     expect(formatBytes(null)).toBe('absent');
   });

@@ -3,7 +3,7 @@
 // is recorded. Every digest, signature and suggestion comes from the backend; nothing here decides
 // whether a signature holds or what the outcome should be.
 
-import type { Wire } from '$lib/ipc';
+import { ABSENT } from '$lib/format';
 import type { AuditEvent } from '$lib/bindings/AuditEvent';
 import type { CellAnalysis } from '$lib/bindings/CellAnalysis';
 import type { Check } from '$lib/bindings/Check';
@@ -14,8 +14,8 @@ import type { PolicyProblem } from '$lib/bindings/PolicyProblem';
 import type { RecoveryPlan } from '$lib/bindings/RecoveryPlan';
 import type { RehearsalOutcome } from '$lib/bindings/RehearsalOutcome';
 
-export type Status = Wire<CheckStatus>;
-export type Event = Wire<AuditEvent>;
+export type Status = CheckStatus;
+export type Event = AuditEvent;
 
 /** The four checks of the guide, in its order, with what each one means. */
 export const CHECKS: readonly { check: Check; number: number; title: string; meaning: string[] }[] = [
@@ -564,19 +564,6 @@ export function problemsFromMessage(message: string): PolicyProblem[] {
   return out;
 }
 
-/** Bytes in binary units ("12.0 GiB"); "absent" when missing. */
-export function formatBytes(v: number | null): string {
-  if (v === null) return 'absent';
-  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let x = v;
-  let u = 0;
-  while (Math.abs(x) >= 1024 && u < units.length - 1) {
-    x /= 1024;
-    u += 1;
-  }
-  return u === 0 ? `${x} B` : `${x.toFixed(1)} ${units[u]}`;
-}
-
 // ---- decision ----
 
 export const OUTCOMES: readonly { outcome: DecisionOutcome; label: string; hint: string }[] = [
@@ -592,7 +579,7 @@ export const DECISION_LABEL: Record<DecisionOutcome, string> = {
 };
 
 /** Every cell the decision is about: all but the baseline. */
-export function decisionCandidates(cells: readonly Wire<CellAnalysis>[]): Wire<CellAnalysis>[] {
+export function decisionCandidates(cells: readonly CellAnalysis[]): CellAnalysis[] {
   return cells.filter((c) => c.cell !== 'B0' && c.test_cell.kind !== 'b0');
 }
 
@@ -644,6 +631,6 @@ export function recordedDecisions(events: readonly Event[]): RecordedDecision[] 
 
 /** A recorded outcome in words; an unknown value verbatim. */
 export function decisionLabel(outcome: string | null): string {
-  if (outcome === null) return 'absent';
+  if (outcome === null) return ABSENT;
   return outcome in DECISION_LABEL ? DECISION_LABEL[outcome as DecisionOutcome] : outcome;
 }

@@ -1,4 +1,4 @@
-import { analyzeStudy, checkRecoveryPlan, checklist, decide, recordRecoveryPlan, signCheck, toAppError, type Wire } from '$lib/ipc';
+import { analyzeStudy, checkRecoveryPlan, checklist, decide, recordRecoveryPlan, signCheck, toAppError } from '$lib/ipc';
 import type { AppError } from '$lib/bindings/AppError';
 import type { PolicyProblem } from '$lib/bindings/PolicyProblem';
 import type { RecordedRecoveryPlan } from '$lib/bindings/RecordedRecoveryPlan';
@@ -42,8 +42,8 @@ export type DecisionDraft = { outcome: DecisionOutcome | null; rationale: string
  */
 export class SignoffModel {
   studyId = $state<number | null>(null);
-  checklist = $state.raw<Wire<Checklist> | null>(null);
-  analysis = $state.raw<Wire<StudyAnalysis> | null>(null);
+  checklist = $state.raw<Checklist | null>(null);
+  analysis = $state.raw<StudyAnalysis | null>(null);
   state = $state<LoadState>('idle');
   error = $state<AppError | null>(null);
   analysisError = $state<AppError | null>(null);
@@ -74,7 +74,7 @@ export class SignoffModel {
   /** The problems named by the last refusal to record, placed at their fields. */
   recoveryRefusedProblems = $state.raw<PolicyProblem[]>([]);
   /** The last plan version recorded in this session, for the confirmation. */
-  recoveryRecorded = $state.raw<Wire<RecordedRecoveryPlan> | null>(null);
+  recoveryRecorded = $state.raw<RecordedRecoveryPlan | null>(null);
 
   private seq = 0;
   private recoveryTimer: ReturnType<typeof setTimeout> | undefined;

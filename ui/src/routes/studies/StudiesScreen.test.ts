@@ -1,5 +1,6 @@
 import { fireEvent, render, screen, within } from '@testing-library/svelte';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
+import { formatTimestamp } from '$lib/format';
 import type { Study } from '$lib/bindings/Study';
 
 vi.mock('$lib/ipc', async (importOriginal) => ({
@@ -59,7 +60,8 @@ describe('Studies screen', () => {
       mine.name,
     ]);
     expect(within(rows[1]!).getByText('per-head scales')).toBeTruthy();
-    expect(within(rows[1]!).getByText('2026-03-02T10:30:00Z')).toBeTruthy();
+    expect(within(rows[1]!).getByText(formatTimestamp('2026-03-02T10:30:00Z'))).toBeTruthy();
+    expect(within(rows[1]!).getByTitle('2026-03-02T10:30:00Z').getAttribute('datetime')).toBe('2026-03-02T10:30:00Z');
     expect(screen.queryByTestId('studies-loading')).toBeNull();
   });
 
