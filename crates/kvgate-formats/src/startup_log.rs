@@ -242,7 +242,7 @@ pub fn parse_startup_log(text: &str) -> StartupEvidence {
 fn vllm_backend(line: &str) -> Option<String> {
     let rest = after(line, "Using ")?;
     if let Some(name) = rest.strip_suffix_at(" attention backend") {
-        return Some(backend_name(name.trim())?);
+        return backend_name(name.trim());
     }
     let end = rest.find(" backend")?;
     let tail = &rest[end + " backend".len()..];

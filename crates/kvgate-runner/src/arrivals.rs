@@ -29,6 +29,59 @@ pub enum Arrivals {
     },
 }
 
+/// Parses an arrival spec as the shells take it: `poisson:RPS`, `gamma:RPS:SHAPE`,
+/// `constant:RPS` or `trace:FILE` (the file is read here; its sha256 enters the plan). The
+/// error names the spec, what was expected and what was found.
+pub fn parse_arrivals(spec: &str, seed: u64) -> Result<Arrivals, String> {
+    let bad = |why: String| format!("arrivals {spec:?}: {why}");
+    let (kind, rest) = spec.split_once(':').ok_or_else(|| {
+        bad("expected poisson:RPS, gamma:RPS:SHAPE, constant:RPS or trace:FILE".into())
+    })?;
+    let number = |text: &str, what: &str| -> Result<f64, String> {
+        text.trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite() && *v > 0.0)
+            .ok_or_else(|| {
+                bad(format!(
+                    "{what}: expected a positive number, found {text:?}"
+                ))
+            })
+    };
+    match kind {
+        "poisson" => Ok(Arrivals::Poisson {
+            rate: number(rest, "rate")?,
+            seed,
+        }),
+        "constant" => Ok(Arrivals::Constant {
+            rate: number(rest, "rate")?,
+        }),
+        "gamma" => {
+            let (rate, shape) = rest
+                .split_once(':')
+                .ok_or_else(|| bad("expected gamma:RPS:SHAPE".into()))?;
+            Ok(Arrivals::Gamma {
+                rate: number(rate, "rate")?,
+                shape: number(shape, "shape")?,
+                seed,
+            })
+        }
+        "trace" => {
+            let bytes = std::fs::read(rest).map_err(|e| bad(format!("cannot read {rest}: {e}")))?;
+            let text = String::from_utf8(bytes.clone())
+                .map_err(|_| bad(format!("{rest}: expected UTF-8 text")))?;
+            let offsets_ms = parse_trace(&text).map_err(|e| bad(format!("{rest}: {e}")))?;
+            Ok(Arrivals::Trace {
+                offsets_ms,
+                sha256: kvgate_core::canonical::sha256_hex(&bytes),
+            })
+        }
+        other => Err(bad(format!(
+            "expected poisson, gamma, constant or trace before ':', found {other:?}"
+        ))),
+    }
+}
+
 /// Why an arrival plan cannot be made.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ScheduleError {

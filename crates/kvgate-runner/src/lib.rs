@@ -18,7 +18,7 @@ pub mod quality;
 pub mod schedule;
 mod sse;
 
-pub use arrivals::{parse_trace, Arrivals, ScheduleError, TraceError};
+pub use arrivals::{parse_arrivals, parse_trace, Arrivals, ScheduleError, TraceError};
 pub use client::{endpoint_origin, Api, Client, ClientError, Endpoint, PlannedRequest};
 pub use clock::RunClock;
 pub use kvgate_core::run::{RequestRecord, RequestStatus, RunProgress, RunTiming};

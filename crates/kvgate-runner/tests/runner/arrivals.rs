@@ -213,3 +213,41 @@ fn quality_order_is_seeded_complete_per_repeat() {
     );
     assert!(quality_order(&items, 0, 1).is_empty());
 }
+
+#[test]
+fn arrival_specs_parse_as_the_shells_give_them() {
+    use kvgate_runner::parse_arrivals;
+    assert_eq!(
+        parse_arrivals("poisson:2.5", 7),
+        Ok(Arrivals::Poisson { rate: 2.5, seed: 7 })
+    );
+    assert_eq!(
+        parse_arrivals("gamma:4:0.5", 1),
+        Ok(Arrivals::Gamma {
+            rate: 4.0,
+            shape: 0.5,
+            seed: 1
+        })
+    );
+    assert_eq!(
+        parse_arrivals("constant:1", 0),
+        Ok(Arrivals::Constant { rate: 1.0 })
+    );
+    assert_eq!(
+        parse_arrivals("poisson:-1", 0),
+        Err("arrivals \"poisson:-1\": rate: expected a positive number, found \"-1\"".into())
+    );
+    assert!(parse_arrivals("burst:3", 0)
+        .unwrap_err()
+        .contains("found \"burst\""));
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace.txt");
+    std::fs::write(&trace, "0\n250\n500\n").unwrap();
+    match parse_arrivals(&format!("trace:{}", trace.display()), 0).unwrap() {
+        Arrivals::Trace { offsets_ms, sha256 } => {
+            assert_eq!(offsets_ms, [0.0, 250.0, 500.0]);
+            assert_eq!(sha256, kvgate_core::canonical::sha256_hex(b"0\n250\n500\n"));
+        }
+        other => panic!("{other:?}"),
+    }
+}
