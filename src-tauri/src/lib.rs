@@ -1,5 +1,7 @@
-//! The desktop shell: a Tauri 2 window over `kvgate-app`. Each command is a one-line adapter
-//! that calls one service-layer action; events carry progress to the UI.
+//! The desktop shell: a Tauri 2 window over `kvgate-app`. Each command adapts one service-layer
+//! action: it takes the webview's arguments, calls `kvgate-app`, and turns a long action's
+//! progress into events; the few that keep window state hold only what cancelling needs (the
+//! hashing job's flag, the running imports and runs).
 //!
 //! It must not hold rules or queries of its own, must not touch the database except through
 //! `kvgate-app`, and grants the webview only the commands listed in `capabilities/`.

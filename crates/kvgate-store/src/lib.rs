@@ -1,8 +1,9 @@
 //! The store: one SQLite file per workspace, opened through sqlx with WAL, foreign keys and a
 //! busy timeout, migrated at open from the plain `.sql` files in `migrations/`.
 //!
-//! It persists and retrieves `kvgate-core` types and enforces integrity in the database itself
-//! (constraints, and later triggers for frozen records and the audit chain). It must not hold
+//! It persists and retrieves `kvgate-core` types and enforces integrity in the database itself:
+//! constraints, and triggers that refuse any change to a frozen manifest, a finished run or an
+//! audit event, and keep the audit chain append-only. It must not hold
 //! rules of the product beyond integrity, must not parse outside formats, and uses runtime-checked
 //! queries only, so builds never need a database.
 

@@ -5,6 +5,8 @@
 //! refuses any change to the run or anything under it. A run left `running` by a process that
 //! died is marked `interrupted` by [`Store::mark_interrupted_runs`].
 
+use std::sync::LazyLock;
+
 use kvgate_core::run::{RequestRecord, RequestStatus};
 use kvgate_core::validator::Verdict;
 use sqlx::query::Query;
@@ -122,99 +124,32 @@ macro_rules! request_columns {
     };
 }
 
-/// Placeholders of one request: `run_id` and the 22 `request_columns!()`.
-macro_rules! request_values {
-    () => {
-        "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-    };
+/// `INSERT INTO run_requests` of `rows` requests: `run_id` and the `request_columns!()` each.
+fn insert_requests_sql(rows: usize) -> String {
+    let per_row = 1 + request_columns!().split(',').count();
+    let one = format!("({})", vec!["?"; per_row].join(", "));
+    format!(
+        "INSERT INTO run_requests (run_id, {}) VALUES {}",
+        request_columns!(),
+        vec![one; rows].join(", ")
+    )
 }
 
-macro_rules! request_values_x4 {
-    () => {
-        concat!(
-            request_values!(),
-            ", ",
-            request_values!(),
-            ", ",
-            request_values!(),
-            ", ",
-            request_values!()
-        )
-    };
-}
-
-macro_rules! request_values_x16 {
-    () => {
-        concat!(
-            request_values_x4!(),
-            ", ",
-            request_values_x4!(),
-            ", ",
-            request_values_x4!(),
-            ", ",
-            request_values_x4!()
-        )
-    };
-}
-
-macro_rules! request_values_x64 {
-    () => {
-        concat!(
-            request_values_x16!(),
-            ", ",
-            request_values_x16!(),
-            ", ",
-            request_values_x16!(),
-            ", ",
-            request_values_x16!()
-        )
-    };
-}
-
-macro_rules! request_values_x256 {
-    () => {
-        concat!(
-            request_values_x64!(),
-            ", ",
-            request_values_x64!(),
-            ", ",
-            request_values_x64!(),
-            ", ",
-            request_values_x64!()
-        )
-    };
-}
-
-const INSERT_REQUEST: &str = concat!(
-    "INSERT INTO run_requests (run_id, ",
-    request_columns!(),
-    ") VALUES ",
-    request_values!()
-);
+static INSERT_REQUEST: LazyLock<String> = LazyLock::new(|| insert_requests_sql(1));
 
 /// Requests written per statement by `INSERT_REQUEST_BATCH` (23 × 32 = 736 placeholders).
 const REQUEST_BATCH: usize = 32;
 
-const INSERT_REQUEST_BATCH: &str = concat!(
-    "INSERT INTO run_requests (run_id, ",
-    request_columns!(),
-    ") VALUES ",
-    request_values_x16!(),
-    ", ",
-    request_values_x16!()
-);
+static INSERT_REQUEST_BATCH: LazyLock<String> =
+    LazyLock::new(|| insert_requests_sql(REQUEST_BATCH));
 
 /// Requests written per statement by `INSERT_REQUEST_BIG_BATCH` (23 × 256 = 5,888 placeholders;
 /// SQLite allows 32,766): a large import pays the statement's round trip to the connection's
 /// worker thread once per 256 rows.
 const REQUEST_BIG_BATCH: usize = 256;
 
-const INSERT_REQUEST_BIG_BATCH: &str = concat!(
-    "INSERT INTO run_requests (run_id, ",
-    request_columns!(),
-    ") VALUES ",
-    request_values_x256!()
-);
+static INSERT_REQUEST_BIG_BATCH: LazyLock<String> =
+    LazyLock::new(|| insert_requests_sql(REQUEST_BIG_BATCH));
 
 /// `keep_going` is asked every this many rows.
 const PROGRESS_EVERY: u64 = 2048;
@@ -612,7 +547,7 @@ async fn insert_request(
     run_id: i64,
     request: &impl RequestRowSource,
 ) -> Result<(), StoreError> {
-    bind_request(sqlx::query(INSERT_REQUEST), run_id, request)?
+    bind_request(sqlx::query(INSERT_REQUEST.as_str()), run_id, request)?
         .execute(&mut **tx)
         .await
         .map_err(|err| {
@@ -803,13 +738,13 @@ pub(crate) async fn write_requests<'r, R: RequestRowSource>(
     keep_going: &(dyn Fn(u64) -> bool + Send + Sync),
 ) -> Result<(), StoreError> {
     // Full batches of 256, then of 32, through one statement each, the rest one by one through
-    // another: the same static SQL on the same connection, so sqlx prepares each once and
-    // reuses it.
+    // another: the same SQL text (built once) on the same connection, so sqlx prepares each
+    // once and reuses it.
     let mut written = 0u64;
     let mut rest = requests;
     for (sql, size) in [
-        (INSERT_REQUEST_BIG_BATCH, REQUEST_BIG_BATCH),
-        (INSERT_REQUEST_BATCH, REQUEST_BATCH),
+        (INSERT_REQUEST_BIG_BATCH.as_str(), REQUEST_BIG_BATCH),
+        (INSERT_REQUEST_BATCH.as_str(), REQUEST_BATCH),
     ] {
         let mut batches = rest.chunks_exact(size);
         let bind = |batch: Option<&'r [R]>| {
