@@ -93,7 +93,7 @@ pub struct ManifestDiff {
     pub red: u32,
     pub amber: u32,
     pub info: u32,
-    /// The seed's warning, present when the comparison couples kernel or backend changes.
+    /// The guide's warning, present when the comparison couples kernel or backend changes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub coupling_warning: Option<String>,
 }
@@ -202,7 +202,7 @@ fn decision_row_of(cell: &str) -> Option<DecisionTableRow> {
         .and_then(|c| c.decision_row().copied())
 }
 
-/// Counts findings per severity and attaches the seed's warning to a C1↔C2 comparison that
+/// Counts findings per severity and attaches the guide's warning to a C1↔C2 comparison that
 /// also changes backend, kernel or attention precision.
 pub fn classify_diff(
     reference_cell: &str,

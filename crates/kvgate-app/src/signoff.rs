@@ -12,7 +12,7 @@ use ts_rs::TS;
 
 use crate::{App, AppError, ErrorCode};
 
-/// The seed's four checks.
+/// The guide's four checks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Check {

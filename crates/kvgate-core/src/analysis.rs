@@ -303,7 +303,7 @@ pub enum SuggestedOutcome {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
 pub struct CellDecision {
     pub outcome: SuggestedOutcome,
-    /// The seed's decision-table row for this cell, verbatim (none for a named intervention).
+    /// The guide's decision-table row for this cell, verbatim (none for a named intervention).
     pub table_decision: Option<String>,
     pub rules: Vec<String>,
     /// The next experiment suggested from the failure.

@@ -1,5 +1,5 @@
 //! The KV memory model: unsharded KV payload bytes = 2 × layers × KV heads × head dim ×
-//! retained positions × bytes per element, with the seed's omitted terms made explicit and
+//! retained positions × bytes per element, with the guide's omitted terms made explicit and
 //! reported separately: sliding-window layers, skipped (full-precision) layers, block rounding,
 //! and per-block / per-head / per-tensor scale metadata. Also the token capacity of a memory
 //! budget and the rollback fit (does B0's representation hold the candidate's admission limit).
@@ -155,7 +155,7 @@ pub struct KvBytesBreakdown {
     pub reduced_layers: u32,
     pub skipped_layers: u32,
     pub sliding_window_layers: u32,
-    /// The seed's term: 2 × layers × KV heads × head dim × positions × bytes per element, over
+    /// The guide's term: 2 × layers × KV heads × head dim × positions × bytes per element, over
     /// the reduced-precision layers (sliding-window layers capped at the window).
     pub payload_bytes: u64,
     /// The same for skipped layers at their own element size.

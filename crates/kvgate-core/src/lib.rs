@@ -4,6 +4,10 @@
 //! This crate must not do I/O of any kind: no files, no network, no clock, no database, no async.
 //! Every rule of the product lives here so that a rule change touches this crate only; the
 //! other crates feed it data and store what it returns.
+//!
+//! Words: "the guide" is the KV-precision review guide the product implements (its manifest
+//! fields, decision table, fixture record and checklist are quoted from it); "seed" always means
+//! the seed of a random generator ([`prng`]).
 
 pub mod analysis;
 pub mod canonical;

@@ -1,6 +1,6 @@
-//! Test cells: B0 (rollback target), C1/C2/C3 (the seed's FP8 candidates), other named
+//! Test cells: B0 (rollback target), C1/C2/C3 (the guide's FP8 candidates), other named
 //! interventions, and invalid cells (unsupported backend or scale recipe), each with its row of
-//! the seed's baseline–candidate decision table.
+//! the guide's baseline–candidate decision table.
 //!
 //! An invalid cell never carries a quality score: anything that holds a score is keyed by a
 //! [`ScoreableCell`], which cannot be built from (or deserialized as) an invalid cell.
@@ -12,12 +12,12 @@ use ts_rs::TS;
 /// Longest cell name accepted, in characters.
 pub const MAX_CELL_NAME_CHARS: usize = 32;
 
-/// Shown beside a named intervention, which has no row in the seed's decision table.
+/// Shown beside a named intervention, which has no row in the guide's decision table.
 pub const NAMED_INTERVENTION_NOTE: &str = "A named intervention is not a row of the decision \
      table: name the complete intervention and compare the deployment bundles rather than \
      claiming a causal cache-only effect.";
 
-/// One row of the seed's baseline–candidate decision table, verbatim.
+/// One row of the guide's baseline–candidate decision table, verbatim.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS, JsonSchema)]
 pub struct DecisionTableRow {
     pub test_cell: &'static str,
@@ -26,7 +26,7 @@ pub struct DecisionTableRow {
     pub decision: &'static str,
 }
 
-/// The seed's decision table, in its order: B0, C1, C2, C3, unsupported.
+/// The guide's decision table, in its order: B0, C1, C2, C3, unsupported.
 pub const DECISION_TABLE: [DecisionTableRow; 5] = [
     DecisionTableRow {
         test_cell: "B0 approved precision",
@@ -173,7 +173,7 @@ impl TestCell {
         }
     }
 
-    /// The cell's row of the seed's decision table; a named intervention has none.
+    /// The cell's row of the guide's decision table; a named intervention has none.
     pub fn decision_row(&self) -> Option<&'static DecisionTableRow> {
         match self {
             TestCell::B0 => Some(&DECISION_TABLE[0]),
@@ -307,7 +307,7 @@ mod tests {
 
     #[test]
     fn each_cell_shows_its_seed_row() {
-        // The seed's table, as printed there; the constants must match it word for word.
+        // The guide's table, as printed there; the constants must match it word for word.
         let seed = "\
 | B0 approved precision | Full production manifest | Per-class quality and SLO baseline | Retain as rollback target |
 | C1 supported FP8 default scales | Weights, requests and scheduler | Effective scales; long-context and numeric failures | Reject on any protected-segment gate breach |

@@ -65,7 +65,7 @@ pub struct Finding {
     pub message: String,
 }
 
-/// The seed's warning, shown on a C1→C2 comparison that changes more than calibration.
+/// The guide's warning, shown on a C1→C2 comparison that changes more than calibration.
 pub const C1_C2_COUPLING_WARNING: &str = "Do not silently switch kernels between C1 and C2 and \
      attribute everything to calibration. Where coupling cannot be avoided, name the complete \
      intervention and compare the deployment bundles rather than claiming a causal cache-only effect.";
@@ -110,7 +110,7 @@ const C1_C2_FIXED: &[&str] = &[
     "kv_cache_dtype_skip_layers",
 ];
 
-/// The seed's warning for a C1↔C2 comparison that also changes backend, kernel or attention
+/// The guide's warning for a C1↔C2 comparison that also changes backend, kernel or attention
 /// precision (calibration would otherwise get the credit for a kernel switch); `None` otherwise.
 pub fn calibration_coupling_warning(
     reference_cell: &str,

@@ -1,4 +1,4 @@
-//! The seed's validator self-test: the correct tuple AX-104, B, 12.5, N.m is accepted and each
+//! The guide's validator self-test: the correct tuple AX-104, B, 12.5, N.m is accepted and each
 //! injected error is rejected with its reason.
 
 use super::*;

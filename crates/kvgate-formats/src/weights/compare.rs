@@ -59,7 +59,7 @@ pub enum WeightsVerdict {
     WeightsIdenticalScalesAdded {
         count: u64,
     },
-    /// The hidden weight change the seed warns about.
+    /// The hidden weight change the guide warns about.
     WeightsDiffer {
         differences: Vec<TensorDifference>,
     },

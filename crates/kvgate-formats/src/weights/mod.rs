@@ -2,7 +2,7 @@
 //! sha256 digests, the KV/attention scale tensors found, and the **weights digest** that stays the
 //! same when only scale tensors are added.
 //!
-//! The seed's rule: "a model directory containing new scale metadata must be compared against the
+//! The guide's rule: "a model directory containing new scale metadata must be compared against the
 //! original tensors so a hidden weight change does not enter the experiment". A file hash cannot
 //! tell "scales added" from "weights re-exported"; a digest over the weight tensors alone can.
 //!

@@ -75,7 +75,7 @@ export const openStudy = (id: number): Promise<Study> => call('open_study', { id
 
 export const lastOpenedStudy = (): Promise<Study | null> => call('last_opened_study');
 
-/** Engines with their KV dtypes, the seed's decision table, and the caveats shown verbatim. */
+/** Engines with their KV dtypes, the guide's decision table, and the caveats shown verbatim. */
 export const manifestVocabulary = (): Promise<ManifestVocabulary> => call('manifest_vocabulary');
 
 /** Every problem with a manifest text; the digest only when it has none. */
