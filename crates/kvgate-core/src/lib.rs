@@ -8,6 +8,9 @@
 //! Words: "the guide" is the KV-precision review guide the product implements (its manifest
 //! fields, decision table, fixture record and checklist are quoted from it); "seed" always means
 //! the seed of a random generator ([`prng`]).
+//!
+//! Tests: a module that is one file ends with its `mod tests`; a module that is a folder
+//! (`analysis/`, `fixtures/`, `manifest/`, `validator/`) keeps them in its `tests.rs`.
 
 pub mod analysis;
 pub mod canonical;

@@ -1156,5 +1156,4 @@ pub fn analyze(policy: &Policy, input: &StudyInput) -> AnalysisBody {
 }
 
 #[cfg(test)]
-#[path = "analysis_tests.rs"]
 mod tests;
