@@ -154,10 +154,10 @@ impl App {
                 ),
             ));
         };
-        let input = kvgate_analysis::study::load_study(&self.store, study_id)
+        let input = kvgate_store::study_input::load_study(&self.store, study_id)
             .await
             .map_err(|e| match e {
-                kvgate_analysis::study::LoadError::Store(s) => AppError::from(s),
+                kvgate_store::study_input::LoadError::Store(s) => AppError::from(s),
                 other => AppError::new(ErrorCode::InvalidInput, other.to_string()),
             })?;
         let mut input = input;

@@ -331,14 +331,9 @@ fn read_file(input: ImportInput, progress: &ReadProgress) -> Result<ReadFile, Ap
                     input.format
                 ))
             })?;
-            let parsed = kvgate_analysis::tabular::read_tabular(
-                input.format,
-                path,
-                &source_name,
-                &mapping,
-                progress,
-            )
-            .map_err(import_error)?;
+            let parsed =
+                kvgate_tabular::read_tabular(input.format, path, &source_name, &mapping, progress)
+                    .map_err(import_error)?;
             Content::Parsed(parsed)
         }
         ImportFormat::Jsonl => {

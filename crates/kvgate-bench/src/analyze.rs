@@ -398,7 +398,7 @@ fn in_process(db: &Path) -> Result<[f64; 3], String> {
         let mut best = [f64::INFINITY; 3];
         for _ in 0..ROUNDS {
             let start = Instant::now();
-            let input = kvgate_analysis::study::load_study(app.store(), study.id)
+            let input = kvgate_store::study_input::load_study(app.store(), study.id)
                 .await
                 .map_err(|e| e.to_string())?;
             let loaded = start.elapsed().as_secs_f64();

@@ -17,6 +17,7 @@ mod review;
 mod runs;
 mod settings;
 mod studies;
+pub mod study_input;
 mod versions;
 
 pub use error::StoreError;

@@ -208,7 +208,7 @@ impl Files {
 
     fn table(&mut self, stem: &str, table: &Table) -> Result<(), AppError> {
         self.add(format!("{stem}.csv"), table.to_csv());
-        let parquet = kvgate_analysis::parquet_out::table_parquet(table)
+        let parquet = kvgate_tabular::table_parquet(table)
             .map_err(|e| AppError::storage(format!("writing {stem}.parquet: {e}")))?;
         self.add(format!("{stem}.parquet"), parquet);
         Ok(())

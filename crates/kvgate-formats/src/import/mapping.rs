@@ -3,7 +3,7 @@
 //! Tabular files have no fixed shape, so the user names the columns: `dispatch` (the send time) is
 //! required; first token and finish are given either as absolute times on the same clock as
 //! `dispatch` (`first_token`, `finish`) or as durations measured from dispatch (`ttft`, `e2e`).
-//! Every time column is in one [`TimeUnit`]. The files themselves are read in `kvgate-analysis`
+//! Every time column is in one [`TimeUnit`]. The files themselves are read in `kvgate-tabular`
 //! (polars); this crate only holds the mapping, so the CLI, the app and the UI share it.
 //!
 //! [`RequestRecord`]: kvgate_core::run::RequestRecord

@@ -722,7 +722,7 @@ impl<R: Read> Read for ProgressReader<R> {
 }
 
 /// Parses one file of a format that has a reader-based parser here. CSV and Parquet are read by
-/// `kvgate-analysis` (polars) and are refused here.
+/// `kvgate-tabular` (polars) and are refused here.
 pub fn parse(
     format: ImportFormat,
     file: &str,

@@ -6,7 +6,7 @@ import type { SuggestedOutcome } from "./SuggestedOutcome";
  */
 export type CellDecision = { outcome: SuggestedOutcome, 
 /**
- * The seed's decision-table row for this cell, verbatim (none for a named intervention).
+ * The guide's decision-table row for this cell, verbatim (none for a named intervention).
  */
 table_decision: string | null, rules: Array<string>, 
 /**

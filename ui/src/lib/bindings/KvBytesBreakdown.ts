@@ -9,7 +9,7 @@ export type KvBytesBreakdown = {
  */
 retained_positions: number, reduced_layers: number, skipped_layers: number, sliding_window_layers: number, 
 /**
- * The seed's term: 2 × layers × KV heads × head dim × positions × bytes per element, over
+ * The guide's term: 2 × layers × KV heads × head dim × positions × bytes per element, over
  * the reduced-precision layers (sliding-window layers capped at the window).
  */
 payload_bytes: number, 

@@ -6,6 +6,6 @@ import type { Finding } from "./Finding";
  */
 export type ManifestDiff = { reference_cell: string, candidate_cell: string, reference_digest?: string, candidate_digest?: string, findings: Array<Finding>, red: number, amber: number, info: number, 
 /**
- * The seed's warning, present when the comparison couples kernel or backend changes.
+ * The guide's warning, present when the comparison couples kernel or backend changes.
  */
 coupling_warning?: string, };

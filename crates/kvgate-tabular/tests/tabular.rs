@@ -3,12 +3,12 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use kvgate_analysis::tabular::read_tabular;
 use kvgate_core::run::RequestStatus;
 use kvgate_formats::import::mapping::{ColumnMapping, TimeUnit};
 use kvgate_formats::import::{
     Granularity, ImportError, ImportFormat, InvalidInput, ParsedImport, ReadProgress,
 };
+use kvgate_tabular::read_tabular;
 use polars::prelude::{DataFrame, NamedFrom, ParquetWriter, Series};
 
 fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {

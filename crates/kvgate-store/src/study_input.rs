@@ -1,4 +1,5 @@
-//! Loads a study's stored evidence into the analysis input of `kvgate-core`.
+//! Loads a study's stored runs, evidence and measured requests into the analysis input of
+//! `kvgate-core` (which decides everything from it).
 //!
 //! Cells are the study's frozen manifests; what their evidence decides (the invalid-cell rule,
 //! the capacity roll-up) is `kvgate_core::evidence`. Runs still in progress are left out; every
@@ -29,13 +30,11 @@ impl Hasher for Fnv {
     }
 }
 
-use kvgate_core::analysis::{
-    CapacityEvidence, CellInput, RequestRow, RunInput, RunKind, StudyInput,
-};
+use crate::{RunState, Store, StoreError};
+use kvgate_core::analysis::{CapacityEvidence, CellInput, RequestRow, RunInput, StudyInput};
 use kvgate_core::evidence::{CellEvidence, EvidenceKind};
 use kvgate_core::policy::ItemStrata;
 use kvgate_core::test_cell::TestCell;
-use kvgate_store::{RunState, Store, StoreError};
 use serde_json::Value;
 
 /// Why a study could not be loaded.
@@ -81,10 +80,7 @@ pub async fn load_study(store: &Store, study_id: i64) -> Result<StudyInput, Load
                 evidence[ci].absorb(cell, run.id, kind, &e.source_name, &e.text);
             }
         }
-        let kind = match run.kind {
-            kvgate_store::RunKind::Quality => RunKind::Quality,
-            kvgate_store::RunKind::Load => RunKind::Load,
-        };
+        let kind = run.kind;
         run_slot.insert(run.id, (ci, cell.runs.len()));
         // Imports record whether their rows sit on one clock; KV Gate's own runs always do.
         let clocked = serde_json::from_str::<Value>(&run.config_json)
