@@ -411,6 +411,46 @@ describe('Runs screen', () => {
     expect([...counter.querySelectorAll('td')].map((td) => td.textContent)).toEqual(['generation_tokens_total', '120', '10', '130', '0']);
   });
 
+  it('shows a failed startup, the engine, every KV cache and vLLM capacity lines from the log', async () => {
+    const failed = 'ERROR 03-18 06:41:51 [core.py:866] EngineCore failed to start.';
+    const swa = 'llama_kv_cache: size =   40.00 MiB (  1024 cells,  20 layers,  1/1 seqs), K (f16):   20.00 MiB, V (f16):   20.00 MiB';
+    ipcMock.listRuns.mockResolvedValue([summary(5, 'completed')]);
+    const base = detail();
+    ipcMock.runDetail.mockResolvedValue(
+      detail({
+        startup: {
+          ...base.startup!,
+          more_llama_kv_caches: [
+            {
+              value: { size_mib: 40, cells: 1024, layers: 20, seqs: '1/1', k_type: 'f16', k_mib: 20, v_type: 'f16', v_mib: 20 },
+              line: 204,
+              text: swa,
+            },
+          ],
+          engine_version: { value: '0.13.0+faa43dbf.nv26.01', line: 58, text: 'Initializing a V1 LLM engine (v0.13.0+faa43dbf.nv26.01)' },
+          model: { value: 'nvidia/NVIDIA-Nemotron-3-Nano-4B-FP8', line: 58, text: 'model=…' },
+          kv_cache_tokens: { value: 208320, line: 75, text: 'GPU KV cache size: 208,320 tokens' },
+          available_kv_cache_gib: { value: 11.15, line: 73, text: 'Available KV cache memory: 11.15 GiB' },
+          max_concurrency: { value: [8192, 98.2], line: 76, text: 'Maximum concurrency for 8,192 tokens per request: 98.20x' },
+          startup_failure: { value: failed, line: 79, text: failed },
+        },
+      }),
+    );
+    setup();
+    await fireEvent.click(await screen.findByTestId('run-row-open'));
+    const panel = await screen.findByTestId('run-detail');
+    expect(within(panel).getByTestId('run-startup-failure').textContent).toContain('The engine failed to start');
+    expect(within(panel).getByTestId('run-startup-failure').textContent).toContain('log line 79');
+    expect(within(panel).getByTestId('run-startup-failure-line').textContent).toBe(failed);
+    expect(within(panel).getByTestId('run-engine-version').textContent).toBe('0.13.0+faa43dbf.nv26.01');
+    expect(within(panel).getByTestId('run-engine-model').textContent).toBe('nvidia/NVIDIA-Nemotron-3-Nano-4B-FP8');
+    expect(within(panel).getByTestId('run-kv-more').textContent).toContain('40.00 MiB (K f16, V f16, 1,024');
+    expect(within(panel).getByTestId('run-kv-more').textContent).toContain('log line 204');
+    expect(within(panel).getByTestId('run-kv-tokens').textContent).toContain('208,320 tokens');
+    expect(within(panel).getByTestId('run-kv-memory').textContent).toBe('11.15 GiB');
+    expect(within(panel).getByTestId('run-kv-concurrency').textContent).toContain('98.2× at 8,192 tokens per request');
+  });
+
   it('lists each compatibility problem of an invalid cell', async () => {
     ipcMock.listRuns.mockResolvedValue([summary(5, 'completed')]);
     ipcMock.runDetail.mockResolvedValue(
