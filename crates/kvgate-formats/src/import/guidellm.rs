@@ -89,16 +89,7 @@ pub fn parse(source: &Source, reader: impl BufRead) -> Result<ParsedImport, Impo
             None => "guidellm".to_owned(),
         },
     );
-    if py.replaced() > 0 {
-        import.warnings.push(ImportWarning::new(
-            "$",
-            format!(
-                "{} NaN/Infinity value(s) (Python's non-standard JSON) read as absent, not 0",
-                py.replaced()
-            ),
-            py.replaced(),
-        ));
-    }
+    import.warnings.extend(py.nan_warning());
     for benchmark in report.benchmarks {
         let run = build_run(source, &report.header, benchmark, &mut import.warnings)?;
         import.runs.push(run);

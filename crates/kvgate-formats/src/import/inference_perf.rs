@@ -9,14 +9,14 @@
 //! [`inference_perf_requests`](super::inference_perf_requests).
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader};
+use std::io::BufRead;
 
 use serde_json::{Map, Value};
 
-use super::pyjson::PyJsonReader;
+use super::pyjson::read_document;
 use super::{
     check_duration, Aggregate, Granularity, ImportError, ImportFormat, ImportWarning, ParsedImport,
-    ParsedRun, Source, StrictValue,
+    ParsedRun, Source,
 };
 
 const AGGREGATES_ONLY: &str = "aggregates only: this report holds no per-request rows \
@@ -43,20 +43,7 @@ pub fn parse(source: &Source, reader: impl BufRead) -> Result<ParsedImport, Impo
         return super::inference_perf_requests::parse(source, reader);
     }
     let (report, scope) = kind(source)?;
-    let mut py = PyJsonReader::new(reader);
-    let read = serde_json::from_reader(BufReader::new(&mut py));
-    let value = match read {
-        Ok(StrictValue(value)) => value,
-        Err(e) if e.is_eof() && !py.saw_content() => {
-            return Err(source.at(
-                "$",
-                None,
-                "an inference-perf report object",
-                "an empty file",
-            ))
-        }
-        Err(e) => return Err(source.json(e, None)),
-    };
+    let (value, nan_warning) = read_document(source, reader, "an inference-perf report object")?;
     let Value::Object(root) = value else {
         return Err(source.at(
             "$",
@@ -92,16 +79,7 @@ pub fn parse(source: &Source, reader: impl BufRead) -> Result<ParsedImport, Impo
     import
         .warnings
         .push(ImportWarning::new("$", AGGREGATES_ONLY, 0));
-    if py.replaced() > 0 {
-        import.warnings.push(ImportWarning::new(
-            "$",
-            format!(
-                "{} NaN/Infinity value(s) (Python's non-standard JSON) read as absent, not 0",
-                py.replaced()
-            ),
-            py.replaced(),
-        ));
-    }
+    import.warnings.extend(nan_warning);
     if report == Report::Prometheus {
         let zeros = all_zero_metrics(&run.aggregates);
         if !zeros.is_empty() {

@@ -9,26 +9,18 @@
 //! every stage and the planned arrival is the send time, both said in warnings. Failed requests
 //! stay as `error` rows.
 
-use std::io::{BufRead, BufReader};
+use std::io::BufRead;
 
 use kvgate_core::run::{RequestRecord, RequestStatus};
 use serde_json::{Map, Value};
 
-use super::pyjson::PyJsonReader;
+use super::pyjson::read_document;
 use super::{
     Granularity, ImportError, ImportFormat, ImportWarning, ParsedImport, ParsedRun, Source,
-    StrictValue,
 };
 
 pub fn parse(source: &Source, reader: impl BufRead) -> Result<ParsedImport, ImportError> {
-    let mut py = PyJsonReader::new(reader);
-    let value = match serde_json::from_reader(BufReader::new(&mut py)) {
-        Ok(StrictValue(value)) => value,
-        Err(e) if e.is_eof() && !py.saw_content() => {
-            return Err(source.at("$", None, "an array of request records", "an empty file"))
-        }
-        Err(e) => return Err(source.json(e, None)),
-    };
+    let (value, nan_warning) = read_document(source, reader, "an array of request records")?;
     let Value::Array(items) = value else {
         return Err(source.at(
             "$",
@@ -106,16 +98,7 @@ pub fn parse(source: &Source, reader: impl BufRead) -> Result<ParsedImport, Impo
             textless,
         ));
     }
-    if py.replaced() > 0 {
-        import.warnings.push(ImportWarning::new(
-            "$",
-            format!(
-                "{} NaN/Infinity value(s) (Python's non-standard JSON) read as absent, not 0",
-                py.replaced()
-            ),
-            py.replaced(),
-        ));
-    }
+    import.warnings.extend(nan_warning);
     import.runs.push(run);
     Ok(import)
 }

@@ -3,7 +3,29 @@
 //! empty samples that way. [`PyJsonReader`] turns each such token outside a string into `null`,
 //! so the value reads as absent (never 0), and counts how many it replaced.
 
-use std::io::{self, Read};
+use std::io::{self, BufRead, BufReader, Read};
+
+use serde_json::Value;
+
+use super::{ImportError, ImportWarning, Source, StrictValue};
+
+/// Reads one whole JSON document (keys never repeated, Python's tokens read as absent): the
+/// value and the NaN warning, or an error naming where it broke; an empty file is named as
+/// such, `what` saying what was expected.
+pub fn read_document(
+    source: &Source,
+    reader: impl BufRead,
+    what: &str,
+) -> Result<(Value, Option<ImportWarning>), ImportError> {
+    let mut py = PyJsonReader::new(reader);
+    match serde_json::from_reader(BufReader::new(&mut py)) {
+        Ok(StrictValue(value)) => Ok((value, py.nan_warning())),
+        Err(e) if e.is_eof() && !py.saw_content() => {
+            Err(source.at("$", None, what, "an empty file"))
+        }
+        Err(e) => Err(source.json(e, None)),
+    }
+}
 
 /// Replaces `NaN`, `Infinity` and `-Infinity` outside strings with `null`, streaming.
 pub struct PyJsonReader<R> {
@@ -44,6 +66,20 @@ impl<R: Read> PyJsonReader<R> {
     /// How many non-standard tokens were replaced so far.
     pub fn replaced(&self) -> u64 {
         self.replaced
+    }
+
+    /// The warning a JSON document's import gives when it held such tokens.
+    pub fn nan_warning(&self) -> Option<ImportWarning> {
+        (self.replaced > 0).then(|| {
+            ImportWarning::new(
+                "$",
+                format!(
+                    "{} NaN/Infinity value(s) (Python's non-standard JSON) read as absent, not 0",
+                    self.replaced
+                ),
+                self.replaced,
+            )
+        })
     }
 
     fn fill(&mut self) -> io::Result<()> {

@@ -370,16 +370,7 @@ pub fn parse(source: &Source, reader: impl BufRead) -> Result<ParsedImport, Impo
     }
     let mut import = ParsedImport::new(ImportFormat::VllmBench);
     import.tool = Some("vllm bench serve".to_owned());
-    if py.replaced() > 0 {
-        import.warnings.push(ImportWarning::new(
-            "$",
-            format!(
-                "{} NaN/Infinity value(s) (Python's non-standard JSON) read as absent, not 0",
-                py.replaced()
-            ),
-            py.replaced(),
-        ));
-    }
+    import.warnings.extend(py.nan_warning());
     let many = documents.len() > 1;
     for (n, doc) in documents.into_iter().enumerate() {
         let run = to_run(
