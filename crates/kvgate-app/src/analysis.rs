@@ -12,7 +12,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
-use crate::{App, AppError, ErrorCode};
+use crate::{App, AppError, ErrorCode, Problem, ProblemCode};
 
 /// Longest signer name accepted, in characters.
 pub const MAX_AUTHOR_CHARS: usize = 120;
@@ -108,8 +108,12 @@ impl App {
                 ),
             ));
         }
-        let policy = Policy::from_json_text(&input.policy_json)
-            .map_err(|p| AppError::new(ErrorCode::InvalidInput, problems_message(&p)))?;
+        let policy = Policy::from_json_text(&input.policy_json).map_err(|p| {
+            AppError::new(ErrorCode::InvalidInput, problems_message(&p)).with_problems(
+                p.iter()
+                    .map(|p| Problem::new(ProblemCode::Policy, &p.path, &p.expected, &p.found)),
+            )
+        })?;
         let record = self
             .store
             .lock_policy(

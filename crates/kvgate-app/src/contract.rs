@@ -37,6 +37,7 @@ pub fn write_bindings(dir: &Path) -> Result<(), String> {
     one::<AppInfo>(&cfg)?;
     one::<AppError>(&cfg)?;
     one::<ErrorCode>(&cfg)?;
+    one::<crate::Problem>(&cfg)?;
     one::<Study>(&cfg)?;
     one::<NewStudy>(&cfg)?;
     one::<Provenance>(&cfg)?;

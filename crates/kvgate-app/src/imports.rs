@@ -39,7 +39,7 @@ use sha2::{Digest, Sha256};
 use ts_rs::TS;
 
 use crate::evidence::EvidenceSet;
-use crate::{App, AppError, ErrorCode};
+use crate::{App, AppError, ErrorCode, Problem, ProblemCode};
 
 /// A file to import into one cell of a study.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
@@ -293,7 +293,16 @@ fn import_error(err: ImportError) -> AppError {
     match err {
         ImportError::Cancelled => AppError::new(ErrorCode::Cancelled, err.to_string()),
         ImportError::Io { .. } => AppError::storage(err.to_string()),
-        ImportError::Invalid(_) => invalid(err.to_string()),
+        ImportError::Invalid(ref e) => {
+            let problem = Problem {
+                path: e.path.clone().unwrap_or_else(|| "$".to_owned()),
+                field: e.field.clone(),
+                expected: e.expected.clone(),
+                found: e.found.clone(),
+                code: ProblemCode::ImportFile,
+            };
+            invalid(err.to_string()).with_problems([problem])
+        }
     }
 }
 

@@ -24,7 +24,7 @@ pub mod signoff;
 mod studies;
 pub mod weights;
 
-pub use error::{AppError, ErrorCode};
+pub use error::{AppError, ErrorCode, Problem, ProblemCode};
 
 /// The domain types and rules the shells name and pass through: the shells depend on this crate
 /// alone, and every rule stays in `kvgate-core`.

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use ts_rs::TS;
 
-use crate::{App, AppError, ErrorCode};
+use crate::{App, AppError, ErrorCode, Problem, ProblemCode};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -188,7 +188,11 @@ pub fn parse_valid_manifest(text: &str, what: &str) -> Result<Manifest, AppError
 
 fn problems_error(what: &str, problems: &[ManifestProblem]) -> AppError {
     let lines: Vec<String> = problems.iter().map(|p| format!("{what}: {p}")).collect();
-    AppError::new(ErrorCode::InvalidInput, lines.join("\n"))
+    AppError::new(ErrorCode::InvalidInput, lines.join("\n")).with_problems(
+        problems
+            .iter()
+            .map(|p| Problem::new(ProblemCode::Manifest, &p.path, &p.expected, &p.found)),
+    )
 }
 
 fn cell_name_of(text: &str) -> Option<String> {

@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
-use crate::{App, AppError, ErrorCode};
+use crate::{App, AppError, ErrorCode, Problem, ProblemCode};
 
 /// What recording a recovery plan takes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
@@ -86,16 +86,20 @@ impl App {
                 ),
             ));
         }
-        let plan = RecoveryPlan::from_json_text(&input.plan_json, &today()).map_err(|p| {
-            let lines: Vec<String> = p.iter().map(|p| format!("- {p}")).collect();
-            AppError::new(
-                ErrorCode::InvalidInput,
-                format!(
-                    "the recovery plan cannot be recorded:\n{}",
-                    lines.join("\n")
-                ),
-            )
-        })?;
+        let plan =
+            RecoveryPlan::from_json_text(&input.plan_json, &today()).map_err(|p| {
+                let lines: Vec<String> = p.iter().map(|p| format!("- {p}")).collect();
+                AppError::new(
+                    ErrorCode::InvalidInput,
+                    format!(
+                        "the recovery plan cannot be recorded:\n{}",
+                        lines.join("\n")
+                    ),
+                )
+                .with_problems(p.iter().map(|p| {
+                    Problem::new(ProblemCode::RecoveryPlan, &p.path, &p.expected, &p.found)
+                }))
+            })?;
         let record = self
             .store
             .record_recovery_plan(input.study_id, &plan.canonical_json(), &plan.sha256(), by)

@@ -56,6 +56,15 @@ async fn results_stay_hidden_until_the_policy_is_locked_and_a_later_change_is_ma
         "{}",
         err.message
     );
+    // The same problem, structured, for a shell to place without reading the message.
+    let alpha = err
+        .problems
+        .iter()
+        .find(|p| p.path.ends_with("alpha"))
+        .unwrap();
+    assert_eq!(alpha.code, kvgate_app::ProblemCode::Policy);
+    assert_eq!(alpha.field.as_deref(), Some("alpha"));
+    assert_eq!(alpha.found, "0.7");
     assert!(app.policy_status(sid).await.unwrap().versions.is_empty());
 
     let v1 = app.lock_policy(lock(sid, POLICY)).await.unwrap();

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use kvgate_app::imports::{ImportEvent, ImportInput, ImportPhase};
-use kvgate_app::{App, AppError, DbLocation, ErrorCode};
+use kvgate_app::{App, AppError, DbLocation, ErrorCode, ProblemCode};
 use kvgate_core::run::RequestStatus;
 use kvgate_core::study::NewStudy;
 use kvgate_formats::import::mapping::ColumnMapping;
@@ -137,6 +137,18 @@ fn judge(case: &Case, outcome: Result<String, AppError>) -> Option<String> {
     if !(err.message.contains("expected ") && err.message.contains(", found ")) {
         wrong.push("does not say what was expected and what was found".to_owned());
     }
+    // Problems the error carries are the ones its message states, for a shell to place.
+    for p in &err.problems {
+        if p.code != ProblemCode::ImportFile
+            || !err
+                .message
+                .contains(&format!("expected {}, found {}", p.expected, p.found))
+        {
+            wrong.push(format!(
+                "carries a problem its message does not state: {p:?}"
+            ));
+        }
+    }
     (!wrong.is_empty()).then(|| {
         format!(
             "{} ({}): {}\n    message: {}",
@@ -160,6 +172,7 @@ async fn every_malformed_file_is_refused_clearly_and_stores_nothing() {
         );
     }
     let mut problems = Vec::new();
+    let mut placed = 0;
     for case in &cases {
         let before = counts(&app).await;
         let mut input = input(
@@ -180,6 +193,9 @@ async fn every_malformed_file_is_refused_clearly_and_stores_nothing() {
             .map(|s| format!("imported: {} run(s), {} rows", s.runs, s.requests));
         if let Some(problem) = judge(case, imported.clone()) {
             problems.push(problem);
+        }
+        if imported.as_ref().is_err_and(|e| !e.problems.is_empty()) {
+            placed += 1;
         }
         match (&previewed, &imported) {
             (Err(p), Err(i)) if p.message != i.message => problems.push(format!(
@@ -206,6 +222,11 @@ async fn every_malformed_file_is_refused_clearly_and_stores_nothing() {
         problems.len(),
         cases.len(),
         problems.join("\n")
+    );
+    assert!(
+        placed * 2 > cases.len(),
+        "only {placed} of {} refusals carry their problem",
+        cases.len()
     );
 }
 

@@ -117,6 +117,13 @@ async fn freeze_refuses_problems_changed_drafts_and_second_freezes() {
         .unwrap_err();
     assert_eq!(err.code, ErrorCode::InvalidInput);
     assert!(err.message.contains("weights_digest"), "{}", err.message);
+    let digest = err
+        .problems
+        .iter()
+        .find(|p| p.path == "weights_digest")
+        .unwrap();
+    assert_eq!(digest.code, kvgate_app::ProblemCode::Manifest);
+    assert_eq!(digest.field.as_deref(), Some("weights_digest"));
 
     let good = fixture("llama31-8b-h100-b0.json");
     app.save_manifest_draft(sid, &good).await.unwrap();
