@@ -2,47 +2,19 @@
 //! of the evidence the signer saw; a later change of that evidence voids the signature, visibly.
 //! Sign-offs and decisions are events of the study's audit chain.
 
-use kvgate_core::canonical::{canonical_json, sha256_hex};
-use kvgate_core::recovery::recovery_findings;
-use kvgate_core::review::{AuditEvent, AuditKind};
+use kvgate_core::analysis::SuggestedOutcome;
+use kvgate_core::checklist::{
+    AdjudicationEvidence, ArchivedEvidence, CompatibilityEvidence, OperationsEvidence,
+    PlanEvidence, QualityEvidence, RecoveryEvidence,
+};
+pub use kvgate_core::checklist::{Check, CheckEvidence, SignBlocker, SignatureState};
+use kvgate_core::evidence::EvidenceKind;
+use kvgate_core::review::{AdjudicationLabel, AuditEvent, AuditKind};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
 use ts_rs::TS;
 
 use crate::{App, AppError, ErrorCode};
-
-/// The guide's four checks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Check {
-    Compatibility,
-    Quality,
-    Operations,
-    Recovery,
-}
-
-impl Check {
-    pub const ALL: [Check; 4] = [
-        Check::Compatibility,
-        Check::Quality,
-        Check::Operations,
-        Check::Recovery,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Check::Compatibility => "compatibility",
-            Check::Quality => "quality",
-            Check::Operations => "operations",
-            Check::Recovery => "recovery",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Check> {
-        Self::ALL.into_iter().find(|c| c.as_str() == s)
-    }
-}
 
 /// The decision recorded for a candidate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS, JsonSchema)]
@@ -69,18 +41,28 @@ impl DecisionOutcome {
 /// One check's state: the evidence now, and the last signature with whether it still holds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
 pub struct CheckStatus {
-    pub check: Check,
+    /// The check and its evidence as hashed (`check`, `evidence`; for recovery also `findings`).
+    #[serde(flatten)]
+    pub evidence: CheckEvidence,
     /// sha256 of the evidence as it stands now.
     pub evidence_sha256: String,
-    /// The evidence itself, as hashed.
-    #[ts(type = "unknown")]
-    pub evidence: Value,
     /// The latest signature, if any.
     pub signed: Option<AuditEvent>,
+    /// The evidence digest the latest signature was made over.
+    pub signed_sha256: Option<String>,
+    pub state: SignatureState,
     /// True when signed and the evidence has not changed since.
     pub valid: bool,
     /// Why the signature is void, when it is.
     pub void_reason: Option<String>,
+    /// Why signing would be refused as the evidence stands; None when it may be signed.
+    pub blocker: Option<SignBlocker>,
+}
+
+impl CheckStatus {
+    pub fn check(&self) -> Check {
+        self.evidence.check()
+    }
 }
 
 /// The checklist of a study.
@@ -88,8 +70,38 @@ pub struct CheckStatus {
 pub struct Checklist {
     pub study_id: i64,
     pub checks: Vec<CheckStatus>,
+    /// The cells a decision is recorded for: every frozen cell but the baseline B0.
+    pub candidates: Vec<String>,
     /// The decisions recorded, oldest first.
-    pub decisions: Vec<AuditEvent>,
+    pub decisions: Vec<RecordedDecision>,
+}
+
+/// What a decision records: the payload of its audit event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
+pub struct DecisionRecord {
+    pub outcome: DecisionOutcome,
+    pub rationale: String,
+    /// The outcome the decision table suggested, with the rules that fired.
+    pub suggested: SuggestedOutcome,
+    pub rules: Vec<String>,
+    pub next_experiment: Vec<String>,
+    pub policy_sha256: String,
+    /// The state of every check when the decision was recorded.
+    pub checks: Vec<CheckAtDecision>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
+pub struct CheckAtDecision {
+    pub check: Check,
+    pub valid: bool,
+    pub evidence_sha256: String,
+}
+
+/// A decision's audit event and what it records (None when its payload is not a decision record).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
+pub struct RecordedDecision {
+    pub event: AuditEvent,
+    pub record: Option<DecisionRecord>,
 }
 
 /// What signing a check takes. Recovery is refused until a recovery plan is recorded.
@@ -128,122 +140,130 @@ fn check_by(by: &str) -> Result<&str, AppError> {
     Ok(by)
 }
 
+fn stored_as(what: &str, value: &str) -> AppError {
+    AppError::storage(format!("stored {what} {value:?} is not one KV Gate knows"))
+}
+
 impl App {
-    /// The evidence each check signs, as it stands now.
-    async fn check_evidence(&self, study_id: i64) -> Result<Vec<(Check, Value)>, AppError> {
+    /// The evidence each check signs, as it stands now, and the candidate cells.
+    async fn check_evidence(
+        &self,
+        study_id: i64,
+    ) -> Result<(Vec<CheckEvidence>, Vec<String>), AppError> {
         let analysis = self.analyze(study_id).await?;
-        let runs = self.store.list_runs(study_id).await?;
-        let mut startup = Vec::new();
-        for run in &runs {
+        let mut archived = Vec::new();
+        for run in self.store.list_runs(study_id).await? {
             for e in self.store.run_evidence(run.id).await? {
-                startup.push(
-                    json!({"run": run.id, "cell": run.cell, "kind": e.kind, "sha256": e.sha256}),
-                );
+                archived.push(ArchivedEvidence {
+                    run: run.id,
+                    cell: run.cell.clone(),
+                    kind: EvidenceKind::parse(&e.kind)
+                        .ok_or_else(|| stored_as("evidence kind", &e.kind))?,
+                    sha256: e.sha256,
+                });
             }
         }
-        let cells = &analysis.body.cells;
-        let compatibility = json!({
-            "cells": cells.iter().map(|c| json!({
-                "cell": c.cell, "manifest_sha256": c.manifest_sha256, "valid": c.valid,
-                "invalid_reasons": c.invalid_reasons,
-            })).collect::<Vec<_>>(),
-            "evidence": startup,
-        });
-        let labels: Vec<Value> = self
+        let labels = self
             .store
             .adjudications(study_id)
             .await?
             .into_iter()
-            .map(|a| json!({"pair": a.pair_id, "label": a.label, "event": a.event_seq}))
-            .collect();
-        let quality = json!({
-            "policy_sha256": analysis.policy_sha256,
-            "cells": cells.iter().map(|c| json!({
-                "cell": c.cell, "manifest_sha256": c.manifest_sha256,
-                "paired": c.paired, "floors": c.floors,
-            })).collect::<Vec<_>>(),
-            "noise_floor": analysis.body.noise_floor,
-            "adjudications": labels,
-        });
-        let operations = json!({
-            "policy_sha256": analysis.policy_sha256,
-            "cells": cells.iter().map(|c| json!({
-                "cell": c.cell, "manifest_sha256": c.manifest_sha256, "requests": c.requests,
-                "latency": c.latency.iter().map(|(k, l)| (k.clone(), json!({
-                    "ttft_ms": l.ttft_ms, "itl_ms": l.itl_ms, "e2e_ms": l.e2e_ms, "count": l.count,
-                }))).collect::<serde_json::Map<_, _>>(),
-                "goodput": c.goodput.iter().map(|(k, g)| (k.clone(), json!({
-                    "per_s": g.per_s, "good": g.good, "cohort": g.cohort, "slo_only": g.slo_only,
-                }))).collect::<serde_json::Map<_, _>>(),
-            })).collect::<Vec<_>>(),
-        });
-        let policy = self.policy_status(study_id).await?.current;
-        let plan = self.recovery_status(study_id).await?.current;
-        let policy_drain_s = policy.as_ref().map(|p| p.policy.goodput.drain_s);
-        let fits: Vec<(String, Option<bool>)> = cells
-            .iter()
-            .filter(|c| c.cell != "B0")
-            .map(|c| {
-                (
-                    c.cell.clone(),
-                    c.capacity.rollback_fit.as_ref().map(|f| f.fits),
-                )
+            .map(|a| {
+                Ok(AdjudicationEvidence {
+                    label: AdjudicationLabel::parse(&a.label)
+                        .ok_or_else(|| stored_as("label", &a.label))?,
+                    pair: a.pair_id,
+                    event: a.event_seq,
+                })
             })
+            .collect::<Result<Vec<_>, AppError>>()?;
+        let cells = &analysis.body.cells;
+        let policy = &analysis.policy_sha256;
+        let drain_s = self
+            .policy_status(study_id)
+            .await?
+            .current
+            .map(|p| p.policy.goodput.drain_s);
+        let plan = self
+            .recovery_status(study_id)
+            .await?
+            .current
+            .map(|p| PlanEvidence {
+                version: p.version,
+                sha256: p.sha256,
+                recorded_at: p.recorded_at,
+                recorded_by: p.recorded_by,
+                plan: p.plan,
+            });
+        let (recovery, findings) = RecoveryEvidence::new(plan, drain_s, cells);
+        let candidates = cells
+            .iter()
+            .filter(|c| c.test_cell.is_candidate())
+            .map(|c| c.cell.clone())
             .collect();
-        let findings = recovery_findings(plan.as_ref().map(|p| &p.plan), policy_drain_s, &fits);
-        let recovery = json!({
-            "drain_s": policy_drain_s,
-            "plan": plan.as_ref().map(|p| json!({
-                "version": p.version, "sha256": p.sha256, "recorded_at": p.recorded_at,
-                "recorded_by": p.recorded_by, "plan": p.plan,
-            })),
-            "findings": findings,
-            "cells": cells.iter().map(|c| json!({
-                "cell": c.cell, "rollback_fit": c.capacity.rollback_fit,
-                "model_note": c.capacity.model_note,
-            })).collect::<Vec<_>>(),
-        });
-        Ok(vec![
-            (Check::Compatibility, compatibility),
-            (Check::Quality, quality),
-            (Check::Operations, operations),
-            (Check::Recovery, recovery),
-        ])
+        let evidence = vec![
+            CheckEvidence::Compatibility {
+                evidence: CompatibilityEvidence::new(cells, archived),
+            },
+            CheckEvidence::Quality {
+                evidence: QualityEvidence::new(
+                    policy,
+                    cells,
+                    analysis.body.noise_floor.clone(),
+                    labels,
+                ),
+            },
+            CheckEvidence::Operations {
+                evidence: OperationsEvidence::new(policy, cells),
+            },
+            CheckEvidence::Recovery {
+                evidence: recovery,
+                findings,
+            },
+        ];
+        Ok((evidence, candidates))
     }
 
-    /// The four checks with their current evidence digests and signatures, and the decisions.
+    /// The four checks with their current evidence digests and signatures, the candidates and
+    /// the decisions.
     pub async fn checklist(&self, study_id: i64) -> Result<Checklist, AppError> {
-        let evidence = self.check_evidence(study_id).await?;
+        let (evidence, candidates) = self.check_evidence(study_id).await?;
         let events = self.store.audit_events(study_id).await?;
         let checks = evidence
             .into_iter()
-            .map(|(check, evidence)| {
-                let digest = sha256_hex(canonical_json(&evidence).as_bytes());
+            .map(|evidence| {
+                let check = evidence.check();
+                let digest = evidence.sha256();
                 let signed = events
                     .iter()
                     .rev()
                     .find(|e| e.kind == AuditKind::Signoff && e.subject == check.as_str())
                     .cloned();
-                let signed_digest = signed
+                let signed_sha256 = signed
                     .as_ref()
                     .and_then(|e| e.payload["evidence_sha256"].as_str().map(str::to_owned));
-                let valid = signed_digest.as_deref() == Some(digest.as_str());
-                let void_reason = match (&signed, valid) {
-                    (Some(e), false) => Some(format!(
+                let state = SignatureState::of(
+                    signed.as_ref().map(|_| signed_sha256.as_deref()),
+                    &digest,
+                );
+                let void_reason = match (&signed, state) {
+                    (Some(e), SignatureState::Void) => Some(format!(
                         "signed by {} at {} over evidence {}; the evidence is now {}: the signature is void",
                         e.actor,
                         e.at,
-                        signed_digest.as_deref().unwrap_or("?"),
+                        signed_sha256.as_deref().unwrap_or("?"),
                         digest
                     )),
                     _ => None,
                 };
                 CheckStatus {
-                    check,
-                    evidence_sha256: digest,
+                    blocker: evidence.blocker(),
                     evidence,
+                    evidence_sha256: digest,
                     signed,
-                    valid,
+                    signed_sha256,
+                    state,
+                    valid: state == SignatureState::Signed,
                     void_reason,
                 }
             })
@@ -251,10 +271,15 @@ impl App {
         let decisions = events
             .into_iter()
             .filter(|e| e.kind == AuditKind::Decision)
+            .map(|event| RecordedDecision {
+                record: serde_json::from_value(event.payload.clone()).ok(),
+                event,
+            })
             .collect();
         Ok(Checklist {
             study_id,
             checks,
+            candidates,
             decisions,
         })
     }
@@ -266,7 +291,7 @@ impl App {
         let status = list
             .checks
             .iter()
-            .find(|c| c.check == input.check)
+            .find(|c| c.check() == input.check)
             .expect("every check is listed");
         if let Some(expected) = &input.expected_sha256 {
             if expected != &status.evidence_sha256 {
@@ -280,15 +305,16 @@ impl App {
                 ));
             }
         }
-        if input.check == Check::Recovery && status.evidence["plan"].is_null() {
-            return Err(AppError::new(
+        match status.blocker {
+            Some(SignBlocker::NoRecoveryPlan) => return Err(AppError::new(
                 ErrorCode::Conflict,
                 "the recovery check needs a recorded recovery plan (canary route, breach rule, \
-                 drain deadline, dated rehearsal) before it can be signed: record one first \
-                 (Sign-off screen, or `kvgate recovery record`)",
-            ));
+                     drain deadline, dated rehearsal) before it can be signed: record one first \
+                     (Sign-off screen, or `kvgate recovery record`)",
+            )),
+            None => {}
         }
-        let payload = json!({"evidence_sha256": status.evidence_sha256});
+        let payload = serde_json::json!({"evidence_sha256": status.evidence_sha256});
         Ok(self
             .store
             .append_audit_event(
@@ -309,7 +335,7 @@ impl App {
             .body
             .cells
             .iter()
-            .find(|c| c.cell == input.candidate && c.cell != "B0")
+            .find(|c| c.cell == input.candidate && c.test_cell.is_candidate())
         else {
             return Err(AppError::not_found(format!(
                 "candidate {} not found among the study's frozen cells (B0 is the baseline, not a candidate)",
@@ -317,20 +343,24 @@ impl App {
             )));
         };
         let list = self.checklist(input.study_id).await?;
-        let signed: Vec<Value> = list
-            .checks
-            .iter()
-            .map(|c| json!({"check": c.check, "valid": c.valid, "evidence_sha256": c.evidence_sha256}))
-            .collect();
-        let payload = json!({
-            "outcome": input.outcome,
-            "rationale": input.rationale,
-            "suggested": cell.decision.outcome,
-            "rules": cell.decision.rules,
-            "next_experiment": cell.decision.next_experiment,
-            "policy_sha256": analysis.policy_sha256,
-            "checks": signed,
-        });
+        let record = DecisionRecord {
+            outcome: input.outcome,
+            rationale: input.rationale,
+            suggested: cell.decision.outcome,
+            rules: cell.decision.rules.clone(),
+            next_experiment: cell.decision.next_experiment.clone(),
+            policy_sha256: analysis.policy_sha256.clone(),
+            checks: list
+                .checks
+                .iter()
+                .map(|c| CheckAtDecision {
+                    check: c.check(),
+                    valid: c.valid,
+                    evidence_sha256: c.evidence_sha256.clone(),
+                })
+                .collect(),
+        };
+        let payload = serde_json::to_value(&record).expect("a decision serializes");
         Ok(self
             .store
             .append_audit_event(

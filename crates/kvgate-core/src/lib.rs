@@ -14,6 +14,7 @@
 
 pub mod analysis;
 pub mod canonical;
+pub mod checklist;
 pub mod compat;
 pub mod evidence;
 pub mod fixtures;

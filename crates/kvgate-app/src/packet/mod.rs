@@ -493,9 +493,12 @@ impl App {
         let recovery = checklist
             .checks
             .iter()
-            .find(|c| c.check == crate::signoff::Check::Recovery)
-            .map(|c| c.evidence["plan"].clone());
-        if let Some(plan) = recovery.as_ref().filter(|v| !v.is_null()) {
+            .find_map(|c| match &c.evidence {
+                crate::signoff::CheckEvidence::Recovery { evidence, .. } => evidence.plan.as_ref(),
+                _ => None,
+            })
+            .map(|plan| serde_json::to_value(plan).expect("a recovery plan serializes"));
+        if let Some(plan) = &recovery {
             files.add("review/recovery-plan.json", pretty(plan));
         }
 

@@ -134,8 +134,8 @@ pub fn render(r: &ReportInput<'_>) -> String {
     if r.checklist.decisions.is_empty() {
         h.push_str("<li>No decision recorded yet.</li>\n");
     }
-    for e in &r.checklist.decisions {
-        let _ = writeln!(h, "<li>{}</li>", decision_line(e));
+    for d in &r.checklist.decisions {
+        let _ = writeln!(h, "<li>{}</li>", decision_line(&d.event));
     }
     h.push_str("</ul>\n");
 
@@ -320,7 +320,7 @@ pub fn render(r: &ReportInput<'_>) -> String {
         let _ = writeln!(
             h,
             "<tr><td>{}</td><td><code>{}</code></td><td>{}</td></tr>",
-            c.check.as_str(),
+            c.check().as_str(),
             escape(&c.evidence_sha256),
             sig
         );
