@@ -70,6 +70,16 @@ describe('toAppError', () => {
     });
   });
 
+  it('keeps the problems the backend placed, and only well-formed ones', () => {
+    const problem = { path: 'rehearsal.date', field: 'date', expected: 'a calendar day written YYYY-MM-DD', found: '""', code: 'recovery_plan' };
+    expect(toAppError({ code: 'invalid_input', message: 'the recovery plan cannot be recorded', problems: [problem, { path: 1 }] })).toEqual({
+      code: 'invalid_input',
+      message: 'the recovery plan cannot be recorded',
+      problems: [problem],
+    });
+    expect(toAppError({ code: 'invalid_input', message: 'x', problems: 'odd' })).toEqual({ code: 'invalid_input', message: 'x' });
+  });
+
   it('turns a string rejection into an internal error carrying the text', () => {
     expect(toAppError('command open_study not found')).toEqual({
       code: 'internal',
