@@ -15,7 +15,7 @@ vi.mock('$lib/ipc', async (importOriginal) => ({
 import * as ipc from '$lib/ipc';
 import { Workspace } from '$lib/workspace.svelte';
 import { analysis } from '../results/results-fixture';
-import { PLAN, checklist, event, recoveryWithoutPlan, signedStatus, status, voidStatus } from './signoff-fixture';
+import { PLAN, checklist, decision, event, recoveryWithoutPlan, signedStatus, status, voidStatus } from './signoff-fixture';
 import SignoffScreen from './SignoffScreen.svelte';
 import { SignoffModel } from './signoff.svelte';
 
@@ -103,7 +103,12 @@ describe('Sign-off screen', () => {
     expect(within(quality).getByTestId('evidence-quality-floor').textContent).toContain('fail');
 
     const ops = checks[2]!;
-    expect(within(ops).getByTestId('evidence-ops-class').textContent).toContain('120.5 ms');
+    const classes = within(ops).getAllByTestId('evidence-ops-class');
+    expect(classes.map((r) => r.dataset['class'])).toEqual(['short', 'long']);
+    expect(classes[0]!.textContent).toContain('120.5 ms');
+    // A class with goodput but no latency: its percentiles are absent, not zero.
+    expect(classes[1]!.textContent).toContain('absent');
+    expect(classes[1]!.textContent).toContain('(SLO-only)');
     expect(within(ops).getByTestId('evidence-ops-requests').textContent).toContain('offered');
 
     const recovery = checks[3]!;
@@ -197,16 +202,7 @@ describe('Sign-off screen', () => {
     await fireEvent.click(within(c1).getByTestId('decision-outcome-calibrate'));
     await fireEvent.input(within(c1).getByTestId('decision-rationale'), { target: { value: 'de-long regressed; try calibrated scales' } });
     ipcMock.checklist.mockResolvedValue(
-      checklist({
-        decisions: [
-          event(12, {
-            kind: 'decision',
-            subject: 'C1',
-            actor: 'Ada',
-            payload: { outcome: 'calibrate', suggested: 'calibrate', rationale: 'de-long regressed; try calibrated scales' },
-          }),
-        ],
-      }),
+      checklist({ decisions: [decision(12, 'C1', 'Ada', 'calibrate', 'de-long regressed; try calibrated scales')] }),
     );
     const record = within(c1).getByTestId('decision-record') as HTMLButtonElement;
     expect(record.disabled).toBe(false);
@@ -284,11 +280,12 @@ describe('Sign-off screen: recovery plan', () => {
     expect(within(recovery).getByTestId('recovery-plan-open').textContent).toContain('Record recovery plan');
   });
 
-  it('shows the backend\'s problems and the form\'s own at their fields', async () => {
+  it('shows the backend\'s problems at their fields', async () => {
     ipcMock.checklist.mockResolvedValue(withoutPlan());
     ipcMock.checkRecoveryPlan.mockResolvedValue([
       { path: 'canary.share_percent', expected: 'a bounded share of the route in (0, 100] percent', found: '250' },
       { path: '$', expected: 'a JSON object (duplicate keys refused)', found: 'odd' },
+      { path: 'rehearsal.restart', expected: 'passed or failed', found: 'nothing' },
     ]);
     setup();
     const recovery = await check('recovery');
@@ -310,7 +307,7 @@ describe('Sign-off screen: recovery plan', () => {
     expect(within(described).getByTestId('recovery-problem').textContent).toContain('(0, 100]');
     // A problem naming no field is shown above the form.
     expect(within(within(form).getByTestId('recovery-general-problems')).getByTestId('recovery-problem').dataset['path']).toBe('$');
-    // No outcome is preselected: the form says each must be chosen.
+    // No outcome is preselected: the backend says each must be chosen.
     expect((within(form).getByTestId('recovery-restart') as HTMLSelectElement).value).toBe('');
     const restart = within(form).getAllByTestId('recovery-problem').find((p) => p.dataset['path'] === 'rehearsal.restart')!;
     expect(restart.textContent).toContain('passed or failed');
@@ -366,6 +363,15 @@ describe('Sign-off screen: recovery plan', () => {
     ipcMock.recordRecoveryPlan.mockRejectedValueOnce({
       code: 'invalid_input',
       message: 'the recovery plan cannot be recorded:\n- rehearsal.date: expected a day that has happened (today is 2026-01-14), found "2026-01-15"',
+      problems: [
+        {
+          path: 'rehearsal.date',
+          field: 'date',
+          expected: 'a day that has happened (today is 2026-01-14)',
+          found: '"2026-01-15"',
+          code: 'recovery_plan',
+        },
+      ],
     });
     setup();
     const recovery = await check('recovery');

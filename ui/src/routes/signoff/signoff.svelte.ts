@@ -8,16 +8,7 @@ import type { Checklist } from '$lib/bindings/Checklist';
 import type { DecisionOutcome } from '$lib/bindings/DecisionOutcome';
 import type { StudyAnalysis } from '$lib/bindings/StudyAnalysis';
 import type { LoadState } from '$lib/workspace.svelte';
-import {
-  emptyRecoveryForm,
-  mergeProblems,
-  problemsFromMessage,
-  recoveryFormFromPlan,
-  recoveryFormProblems,
-  recoveryPlanJson,
-  todayUtc,
-  type RecoveryForm,
-} from './signoff-view';
+import { emptyRecoveryForm, mergeProblems, recoveryFormFromPlan, recoveryPlanJson, type RecoveryForm } from './signoff-view';
 
 const CHECK_DELAY_MS = 250;
 
@@ -214,19 +205,21 @@ export class SignoffModel {
     return recoveryPlanJson(this.recoveryForm);
   }
 
-  /** The form's own problems, the backend's for the text as it stands, and those of the last refusal. */
+  /** The backend's problems with the plan as it stands, once checked. */
+  private get recoveryCheckedProblems(): PolicyProblem[] {
+    return this.recoveryCheckedText === this.recoveryText ? this.recoveryBackendProblems : [];
+  }
+
+  /** The backend's problems for the text as it stands, and those of the last refusal to record. */
   get recoveryProblems(): PolicyProblem[] {
-    const local = recoveryFormProblems(this.recoveryForm, todayUtc());
-    const backend = this.recoveryCheckedText === this.recoveryText ? this.recoveryBackendProblems : [];
-    return mergeProblems(mergeProblems(local, backend), this.recoveryRefusedProblems);
+    return mergeProblems(this.recoveryCheckedProblems, this.recoveryRefusedProblems);
   }
 
   /** Why the plan cannot be recorded yet; null when it can. A check still running does not block:
    * recording waits for it. */
   get recoveryBlocked(): string | null {
     if (this.recoveryRecording) return 'recording…';
-    const checked = this.recoveryCheckedText === this.recoveryText;
-    const n = mergeProblems(recoveryFormProblems(this.recoveryForm, todayUtc()), checked ? this.recoveryBackendProblems : []).length;
+    const n = this.recoveryCheckedProblems.length;
     if (n > 0) return `fix the ${n === 1 ? 'problem' : `${n} problems`} first`;
     if (this.recoveryCheckState === 'failed') return 'the plan could not be checked';
     if (this.recoveryBy.trim() === '') return 'enter who records it';
@@ -313,7 +306,7 @@ export class SignoffModel {
     } catch (reason) {
       const error = toAppError(reason);
       this.recoveryError = error;
-      this.recoveryRefusedProblems = error.code === 'invalid_input' ? problemsFromMessage(error.message) : [];
+      this.recoveryRefusedProblems = error.problems ?? [];
       return false;
     } finally {
       this.recoveryRecording = false;
