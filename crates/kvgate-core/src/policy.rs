@@ -134,14 +134,58 @@ impl ItemStrata {
 
     /// The marginal strata the item belongs to, e.g. `language=de`, `length_class=long`.
     pub fn marginals(&self) -> [String; 5] {
-        [
-            format!("language={}", self.language),
-            format!("length_class={}", self.length_class),
-            format!("position={}", self.position),
-            format!("task_type={}", self.task_type),
-            format!("answer_kind={}", self.answer_kind),
-        ]
+        let values = [
+            self.language.as_str(),
+            self.length_class.as_str(),
+            self.position.as_str(),
+            self.task_type.as_str(),
+            self.answer_kind.as_str(),
+        ];
+        std::array::from_fn(|d| format!("{}={}", STRATUM_KEYS[d], values[d]))
     }
+}
+
+/// The dimensions of [`ItemStrata`] in reading order, by the key a segment filter and a marginal
+/// stratum (`key=value`) use.
+pub const STRATUM_KEYS: [&str; 5] = [
+    "language",
+    "length_class",
+    "position",
+    "task_type",
+    "answer_kind",
+];
+
+/// One dimension of the fixture strata: its key, its name on screen, and its values in reading
+/// order (as the enum declares them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StratumDimension {
+    pub key: &'static str,
+    pub label: &'static str,
+    pub values: Vec<&'static str>,
+}
+
+/// The fixture strata in reading order: the one list every screen, filter and marginal row
+/// follows (the UI's copy is generated from it).
+pub fn strata() -> [StratumDimension; 5] {
+    fn dim<T: Copy + 'static>(
+        d: usize,
+        label: &'static str,
+        all: &'static [T],
+        name: fn(T) -> &'static str,
+    ) -> StratumDimension {
+        StratumDimension {
+            key: STRATUM_KEYS[d],
+            label,
+            values: all.iter().map(|v| name(*v)).collect(),
+        }
+    }
+    [
+        dim(0, "Language", Language::ALL, Language::as_str),
+        dim(1, "Length class", LengthClass::ALL, LengthClass::as_str),
+        dim(2, "Evidence position", Position::ALL, Position::as_str),
+        dim(3, "Task type", TaskType::ALL, TaskType::as_str),
+        dim(4, "Answer kind", AnswerKind::ALL, AnswerKind::as_str),
+    ]
 }
 
 impl SegmentFilter {
@@ -479,5 +523,54 @@ mod tests {
         assert!(!f.matches(&s));
         assert!(ItemStrata::from_item_id("item-1").is_none());
         assert!(ItemStrata::from_item_id("evaluation-7-fr-long-end-literal-present-000").is_none());
+    }
+
+    #[test]
+    fn the_strata_keys_are_the_fields_of_a_filter_and_of_an_item() {
+        let s =
+            ItemStrata::from_item_id("evaluation-7-de-long-end-multi_document-absent-003").unwrap();
+        let item = serde_json::to_value(s).unwrap();
+        let keys: Vec<&str> = item
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let mut want = STRATUM_KEYS.to_vec();
+        want.sort_unstable();
+        assert_eq!(keys, want);
+        for d in strata() {
+            let filter = serde_json::json!({ d.key: d.values[0] });
+            assert!(
+                serde_json::from_value::<SegmentFilter>(filter).is_ok(),
+                "{}",
+                d.key
+            );
+            assert_eq!(
+                item[d.key].as_str().map(|v| d.values.contains(&v)),
+                Some(true)
+            );
+        }
+        assert_eq!(strata()[1].values, ["short", "medium", "long"]);
+        assert_eq!(
+            strata()[3].values,
+            ["literal", "numeric", "multi_document", "business_rule"]
+        );
+    }
+
+    #[test]
+    fn marginal_strata_name_their_dimension() {
+        let s =
+            ItemStrata::from_item_id("evaluation-7-de-long-end-multi_document-absent-003").unwrap();
+        assert_eq!(
+            s.marginals(),
+            [
+                "language=de",
+                "length_class=long",
+                "position=end",
+                "task_type=multi_document",
+                "answer_kind=absent",
+            ]
+        );
     }
 }

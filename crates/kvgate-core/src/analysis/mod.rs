@@ -6,7 +6,8 @@
 //!
 //! Rules, each decided here and nowhere else:
 //! - **Measured requests** are the non-warm-up requests of a cell's runs; every one of them is
-//!   offered demand, whatever its status.
+//!   offered demand, whatever its status. The **accepted share** of a cell is its accepted
+//!   answers over its offered requests, so every failure stays in the denominator.
 //! - **Latency** (per class): TTFT = first token − dispatch, e2e = finish − dispatch over `ok`
 //!   requests that have them; mean ITL of one request = (e2e − TTFT) / (output tokens − 1),
 //!   only for more than one output token (the others are counted as not applicable).
@@ -18,7 +19,8 @@
 //!   t interval.
 //! - **Pairs**: for each fixture item, the first pass of each cell that judged it (lowest run
 //!   id, then lowest repeat) is its answer; a pair is an item judged by both B0 and the
-//!   candidate. b = B0 accepted & candidate rejected, c = the reverse, Δ = (c − b)/n.
+//!   candidate. b = B0 accepted & candidate rejected, c = the reverse, Δ = (c − b)/n. The rows
+//!   are read in [`reading_order`]: overall, segments (protected first), marginal strata.
 //! - The **noise floor** pairs B0's first pass with its second pass over the same items.
 //! - **Gates**: each protected segment must be non-inferior at the Bonferroni α (α divided by
 //!   the number of protected segments) and meet its floor; Holm adjusts the McNemar p-values
@@ -323,6 +325,12 @@ pub struct CellAnalysis {
     pub invalid_reasons: Vec<String>,
     pub runs: Vec<i64>,
     pub requests: RequestCounts,
+    /// Accepted answers of every offered request, `accepted / offered`: refusals, failures,
+    /// timeouts and unfinished requests stay in the denominator. Left out without an offered
+    /// request (absent, not 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub accepted_share: Option<f64>,
     /// Per class (policy order), then [`UNCLASSIFIED`] when any request had no class.
     pub latency: BTreeMap<String, ClassLatency>,
     pub goodput: BTreeMap<String, ClassGoodput>,
@@ -424,6 +432,11 @@ fn counts(cell: &CellInput) -> RequestCounts {
         }
     }
     k
+}
+
+/// Accepted answers of every offered request; `None` without an offered request.
+fn accepted_share(k: &RequestCounts) -> Option<f64> {
+    (k.offered > 0).then(|| k.accepted as f64 / k.offered as f64)
 }
 
 fn class_name(policy: &Policy, class: Option<usize>) -> String {
@@ -665,7 +678,8 @@ fn goodput(policy: &Policy, cell: &CellInput) -> (BTreeMap<String, ClassGoodput>
     (out, repeat_summary(&totals))
 }
 
-/// Paired rows of one candidate against B0: overall, each marginal stratum, each segment.
+/// Paired rows of one candidate against B0: overall, each marginal stratum, each segment. This
+/// order is part of the signed quality evidence, so it stays; [`reading_order`] is how they are read.
 fn paired_rows(
     policy: &Policy,
     items: &[(String, Option<ItemStrata>)],
@@ -768,6 +782,32 @@ fn paired_rows(
         rows[i].mcnemar_p_holm = Some(p);
     }
     rows
+}
+
+/// How the paired rows of a candidate are read (tables, forest plots): overall, the segments with
+/// the protected first (each group in policy order), then the marginal strata by dimension and
+/// value as [`crate::policy::strata`] lists them. Returns indices into `rows`.
+pub fn reading_order(rows: &[PairedRow]) -> Vec<usize> {
+    let strata = crate::policy::strata();
+    let marginal = |stratum: &str| {
+        let (key, value) = stratum.split_once('=').unwrap_or((stratum, ""));
+        let d = strata.iter().position(|d| d.key == key);
+        let v = d.and_then(|d| strata[d].values.iter().position(|v| *v == value));
+        (d.unwrap_or(strata.len()), v.unwrap_or(usize::MAX))
+    };
+    let key = |r: &PairedRow| match (r.kind, r.protected) {
+        (StratumKind::Overall, _) => (0, 0, 0),
+        (StratumKind::Segment, true) => (1, 0, 0),
+        (StratumKind::Segment, false) => (2, 0, 0),
+        (StratumKind::Marginal, _) => {
+            let (d, v) = marginal(&r.stratum);
+            (3, d, v)
+        }
+    };
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    // Stable: rows with the same key keep the analysis's order (segments: the policy's).
+    order.sort_by_key(|&i| key(&rows[i]));
+    order
 }
 
 fn floors(
@@ -1136,6 +1176,7 @@ pub fn analyze(policy: &Policy, input: &StudyInput) -> AnalysisBody {
                     valid,
                     invalid_reasons: cell.invalid_reasons.clone(),
                     runs,
+                    accepted_share: accepted_share(&requests),
                     requests,
                     latency,
                     goodput,

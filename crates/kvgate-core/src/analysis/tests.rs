@@ -191,6 +191,8 @@ fn goodput_counts_the_cohort_the_drain_deadline_and_every_miss() {
     let r = &a.cells[0].requests;
     assert_eq!((r.offered, r.completed, r.failed, r.timeout), (9, 7, 1, 1));
     assert_eq!((r.validated, r.accepted), (9, 6));
+    // The accepted share keeps the failure and the timeout in its denominator.
+    assert_eq!(a.cells[0].accepted_share, Some(6.0 / 9.0));
     // Latency of `ok` requests of the class: TTFT 50, 150, 10, 50, 50, 10.
     let l = &a.cells[0].latency["short"];
     assert_eq!(l.count, 6);
@@ -399,6 +401,28 @@ fn pairs_strata_segments_holm_and_the_noise_floor() {
     assert_eq!(row("language=de").n, 4);
     assert_eq!(row("task_type=literal").n, 4);
     assert_eq!(row("length_class=long").n, 8);
+    // Read: overall, protected segments, the other segments, then the marginal strata by
+    // dimension and value as declared (en before de), not alphabetically.
+    let order: Vec<&str> = reading_order(&c.paired)
+        .into_iter()
+        .map(|i| c.paired[i].stratum.as_str())
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "overall",
+            "de",
+            "numeric",
+            "all-en",
+            "language=en",
+            "language=de",
+            "length_class=long",
+            "position=middle",
+            "task_type=literal",
+            "task_type=numeric",
+            "answer_kind=present",
+        ]
+    );
     // Floors: C1 accepts 2 of 4 de items = 0.5, exactly the floor.
     let f = &c.floors[0];
     assert_eq!(
@@ -616,4 +640,11 @@ fn adjudications_recount_the_pairs_they_label_and_leave_the_rest() {
     let auto = automatic.iter().find(|r| r.stratum == "overall").unwrap();
     assert_eq!((auto.n, auto.b, auto.c), (8, 2, 1));
     assert!(adjudicated_paired(&p, &input, "C9", &labels).is_empty());
+}
+
+#[test]
+fn a_cell_without_offered_requests_has_no_accepted_share_rather_than_zero() {
+    let c = cell("B0", TestCell::B0, Vec::new());
+    assert_eq!(counts(&c).offered, 0);
+    assert_eq!(accepted_share(&counts(&c)), None);
 }

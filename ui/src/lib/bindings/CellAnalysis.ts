@@ -14,6 +14,12 @@ import type { TestCell } from "./TestCell";
  */
 export type CellAnalysis = { cell: string, test_cell: TestCell, manifest_sha256: string, valid: boolean, invalid_reasons: Array<string>, runs: Array<number>, requests: RequestCounts, 
 /**
+ * Accepted answers of every offered request, `accepted / offered`: refusals, failures,
+ * timeouts and unfinished requests stay in the denominator. Left out without an offered
+ * request (absent, not 0).
+ */
+accepted_share?: number, 
+/**
  * Per class (policy order), then [`UNCLASSIFIED`] when any request had no class.
  */
 latency: { [key in string]: ClassLatency }, goodput: { [key in string]: ClassGoodput }, 

@@ -2,27 +2,11 @@
 // JSON text. Only the shape is handled here (which keys, which types); whether the values may be
 // locked is the backend's `check_policy`, whose problems are placed beside the fields they name.
 
-import type { AnswerKind } from '$lib/bindings/AnswerKind';
-import type { Language } from '$lib/bindings/Language';
-import type { LengthClass } from '$lib/bindings/LengthClass';
 import type { PolicyProblem } from '$lib/bindings/PolicyProblem';
-import type { Position } from '$lib/bindings/Position';
-import type { TaskType } from '$lib/bindings/TaskType';
-
-export const LANGUAGES: readonly Language[] = ['en', 'de'];
-export const LENGTH_CLASSES: readonly LengthClass[] = ['short', 'medium', 'long'];
-export const POSITIONS: readonly Position[] = ['begin', 'middle', 'end'];
-export const TASK_TYPES: readonly TaskType[] = ['literal', 'numeric', 'multi_document', 'business_rule'];
-export const ANSWER_KINDS: readonly AnswerKind[] = ['present', 'absent'];
+import { STRATA } from '$lib/bindings/strata';
 
 /** The filter dimensions of a segment, in the order of the policy file, with their values. */
-export const FILTER_DIMENSIONS = [
-  { key: 'language', label: 'Language', values: LANGUAGES },
-  { key: 'length_class', label: 'Length class', values: LENGTH_CLASSES },
-  { key: 'position', label: 'Evidence position', values: POSITIONS },
-  { key: 'task_type', label: 'Task type', values: TASK_TYPES },
-  { key: 'answer_kind', label: 'Answer kind', values: ANSWER_KINDS },
-] as const;
+export const FILTER_DIMENSIONS = STRATA;
 
 export type FilterKey = (typeof FILTER_DIMENSIONS)[number]['key'];
 

@@ -47,6 +47,7 @@ export function cell(name: string, patch: Partial<Cell> = {}): Cell {
       validated: 39,
       accepted: 36,
     },
+    accepted_share: 0.9,
     latency: {
       short: {
         ttft_ms: { p50: 120.5, p90: 180, p99: 250, count: 30 },

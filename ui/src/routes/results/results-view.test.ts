@@ -12,7 +12,6 @@ import {
 import type { PairedVerdict } from '$lib/bindings/PairedVerdict';
 import {
   OUTCOME_LABEL,
-  acceptedShare,
   byClass,
   capacityScatter,
   cdfLayout,
@@ -260,17 +259,13 @@ describe('capacity scatter', () => {
       ['B0', 100_000],
       ['C1', 200_000],
     ]);
-    expect(layout.points[0]!.yValue).toBeCloseTo(36 / 40);
+    expect(layout.points[0]!.yValue).toBe(0.9);
     expect(layout.missing).toEqual([
       { cell: 'C2', why: 'KV capacity absent' },
       { cell: 'C9', why: 'invalid — no score' },
     ]);
   });
 
-  it('keeps failures in the denominator of the accepted share', () => {
-    expect(acceptedShare(cell('B0'))).toBeCloseTo(36 / 40);
-    expect(acceptedShare(cell('B0', { requests: { ...cell('B0').requests, offered: 0, accepted: 0 } }))).toBeNull();
-  });
 });
 
 describe('export', () => {

@@ -11,6 +11,7 @@ import type { Percentiles } from '$lib/bindings/Percentiles';
 import type { SloMisses } from '$lib/bindings/SloMisses';
 import type { SuggestedOutcome } from '$lib/bindings/SuggestedOutcome';
 import type { TestCell } from '$lib/bindings/TestCell';
+import { STRATA } from '$lib/bindings/strata';
 import { ABSENT, formatCode, formatCount, formatRate, formatShare, isPresent } from '$lib/format';
 
 export type Cell = CellAnalysis;
@@ -125,29 +126,11 @@ export function byClass<T>(map: Partial<Record<string, T>>, classes: readonly st
 
 // ---- paired rows -------------------------------------------------------------------------------
 
-const DIMENSION_ORDER = ['language', 'length_class', 'position', 'task_type', 'answer_kind'];
-const VALUE_ORDER = [
-  'en',
-  'de',
-  'short',
-  'medium',
-  'long',
-  'begin',
-  'middle',
-  'end',
-  'literal',
-  'numeric',
-  'multi_document',
-  'business_rule',
-  'present',
-  'absent',
-];
-
 function marginalKey(stratum: string): [number, number, string] {
   const [dim = '', value = ''] = stratum.split('=');
-  const d = DIMENSION_ORDER.indexOf(dim);
-  const v = VALUE_ORDER.indexOf(value);
-  return [d < 0 ? DIMENSION_ORDER.length : d, v < 0 ? VALUE_ORDER.length : v, stratum];
+  const d = STRATA.findIndex((s) => s.key === dim);
+  const v = d < 0 ? -1 : (STRATA[d]!.values as readonly string[]).indexOf(value);
+  return [d < 0 ? STRATA.length : d, v < 0 ? Number.MAX_SAFE_INTEGER : v, stratum];
 }
 
 /** The paired rows of a cell in reading order: overall, segments (protected first), marginal strata by dimension. */
@@ -532,11 +515,6 @@ export const CAPACITY_AXES: { key: CapacityAxis; label: string }[] = [
   { key: 'running_max', label: 'running requests, max' },
 ];
 
-/** A cell's accepted answers of every offered request (refusals, failures and timeouts stay in the denominator). */
-export function acceptedShare(c: Cell): number | null {
-  return c.requests.offered > 0 ? c.requests.accepted / c.requests.offered : null;
-}
-
 export type ScatterLayout = {
   width: number;
   height: number;
@@ -560,7 +538,7 @@ export function capacityScatter(cells: readonly Cell[], axis: CapacityAxis, widt
       continue;
     }
     const xv = c.capacity[axis];
-    const yv = acceptedShare(c);
+    const yv = c.accepted_share ?? null;
     if (!isPresent(xv)) missing.push({ cell: c.cell, why: `${axis === 'engine_kv_tokens' ? 'KV capacity' : 'running max'} absent` });
     else if (yv === null) missing.push({ cell: c.cell, why: 'no offered requests' });
     else points.push({ cell: c.cell, xValue: xv, yValue: yv });

@@ -4,17 +4,12 @@
 
 import { formatCode } from '$lib/format';
 import type { AdjudicationLabel } from '$lib/bindings/AdjudicationLabel';
-import type { AnswerKind } from '$lib/bindings/AnswerKind';
 import type { Distractor } from '$lib/bindings/Distractor';
 import type { ExpectedAnswer } from '$lib/bindings/ExpectedAnswer';
 import type { ExtractedField } from '$lib/bindings/ExtractedField';
 import type { ItemStrata } from '$lib/bindings/ItemStrata';
-import type { Language } from '$lib/bindings/Language';
-import type { LengthClass } from '$lib/bindings/LengthClass';
-import type { Position } from '$lib/bindings/Position';
 import type { ReasonCode } from '$lib/bindings/ReasonCode';
 import type { ReviewPair } from '$lib/bindings/ReviewPair';
-import type { TaskType } from '$lib/bindings/TaskType';
 
 export type Pair = ReviewPair;
 
@@ -51,11 +46,6 @@ export function revealText(candidateIsA: boolean, candidate: string): string {
 // ---------------------------------------------------------------------------------------------
 // Filters
 
-export const LANGUAGES: readonly Language[] = ['en', 'de'];
-export const LENGTH_CLASSES: readonly LengthClass[] = ['short', 'medium', 'long'];
-export const POSITIONS: readonly Position[] = ['begin', 'middle', 'end'];
-export const TASK_TYPES: readonly TaskType[] = ['literal', 'numeric', 'multi_document', 'business_rule'];
-export const ANSWER_KINDS: readonly AnswerKind[] = ['present', 'absent'];
 export const REASON_CODES: readonly ReasonCode[] = [
   'malformed',
   'missing_field',
