@@ -39,6 +39,7 @@ fn main() {
         "lock_policy",
         "policy_status",
         "analyze_study",
+        "study_results",
         "plan_pairs",
         "review_queue",
         "label_pair",

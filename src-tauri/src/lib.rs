@@ -74,6 +74,7 @@ pub fn build_app<R: Runtime>(builder: Builder<R>, app: App) -> Builder<R> {
             commands::analysis::lock_policy,
             commands::analysis::policy_status,
             commands::analysis::analyze_study,
+            commands::analysis::study_results,
             commands::analysis::plan_pairs,
             commands::review::review_queue,
             commands::review::label_pair,

@@ -25,6 +25,7 @@ vi.mock('$lib/ipc', async (importOriginal) => ({
   policyStatus: vi.fn(),
   checkPolicy: vi.fn(),
   analyzeStudy: vi.fn(),
+  studyResults: vi.fn(),
   runDetail: vi.fn(),
   reviewQueue: vi.fn(),
   labelPair: vi.fn(),
@@ -38,7 +39,7 @@ vi.mock('$lib/ipc', async (importOriginal) => ({
 
 import * as ipc from '$lib/ipc';
 import App from './App.svelte';
-import { analysis } from './routes/results/results-fixture';
+import { results } from './routes/results/results-fixture';
 
 const ipcMock = vi.mocked(ipc);
 const study = {
@@ -73,6 +74,10 @@ beforeEach(() => {
   ipcMock.policyStatus.mockResolvedValue({ study_id: study.id, current: null, versions: [], changed_after_results: false });
   ipcMock.checkPolicy.mockResolvedValue([]);
   ipcMock.analyzeStudy.mockRejectedValue({
+    code: 'policy_not_locked',
+    message: 'study `FP8 KV, Llama 8B` has no locked acceptance policy',
+  });
+  ipcMock.studyResults.mockRejectedValue({
     code: 'policy_not_locked',
     message: 'study `FP8 KV, Llama 8B` has no locked acceptance policy',
   });
@@ -193,7 +198,7 @@ describe('App shell', () => {
     const hidden = await screen.findByTestId('results-policy-not-locked');
     expect(hidden.textContent).toContain('hidden until the acceptance policy is locked');
     expect(screen.queryByTestId('results-header')).toBeNull();
-    expect(ipcMock.analyzeStudy).toHaveBeenCalledWith(study.id);
+    expect(ipcMock.studyResults).toHaveBeenCalledWith(study.id);
 
     await fireEvent.click(screen.getByTestId('results-go-policy'));
     expect(await screen.findByTestId('screen-policy')).toBeTruthy();
@@ -233,7 +238,7 @@ describe('App shell', () => {
   });
 
   it('opens the run a result came from on the Runs screen', async () => {
-    ipcMock.analyzeStudy.mockResolvedValue(analysis({ study_id: study.id }));
+    ipcMock.studyResults.mockResolvedValue(results({ study_id: study.id }));
     ipcMock.runDetail.mockReturnValue(new Promise(() => {}));
     render(App);
     await fireEvent.keyDown(window, { key: '6', code: 'Digit6', altKey: true });

@@ -1,10 +1,10 @@
 //! User actions on the acceptance policy and the analysis: validate, lock and show the policy;
-//! analyze a study under its locked policy.
+//! analyze a study under its locked policy, and show it with its charts.
 //!
 //! No result of a study is shown before its policy is locked: [`App::analyze`] refuses with
 //! [`ErrorCode::PolicyNotLocked`], and the screens say why.
 
-use kvgate_core::analysis::{analyze, AnalysisBody};
+use kvgate_core::analysis::{analyze, reading_order, AnalysisBody, PairedRow};
 use kvgate_core::policy::{LockedPolicy, Policy, PolicyProblem};
 use kvgate_core::study::Provenance;
 use kvgate_store::PolicyRecord;
@@ -12,6 +12,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
+use crate::charts::{study_charts, StudyCharts};
 use crate::{App, AppError, ErrorCode, Problem, ProblemCode};
 
 /// Longest signer name accepted, in characters.
@@ -60,6 +61,21 @@ pub struct StudyAnalysis {
     pub adjudicated: std::collections::BTreeMap<String, Vec<kvgate_core::analysis::PairedRow>>,
     #[serde(flatten)]
     pub body: AnalysisBody,
+}
+
+/// What the Results screen shows: the analysis and every chart drawn from it, one snapshot.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct StudyResults {
+    /// The analysis with each candidate's paired rows in [`reading_order`] (the analysis itself
+    /// keeps the order its quality evidence is signed in).
+    pub analysis: StudyAnalysis,
+    pub charts: StudyCharts,
+}
+
+fn in_reading_order(rows: &mut Vec<PairedRow>) {
+    let order = reading_order(rows);
+    let mut slots: Vec<Option<PairedRow>> = std::mem::take(rows).into_iter().map(Some).collect();
+    rows.extend(order.into_iter().filter_map(|i| slots[i].take()));
 }
 
 fn problems_message(problems: &[PolicyProblem]) -> String {
@@ -142,6 +158,20 @@ impl App {
             changed_after_results: versions.iter().any(|v| v.changed_after_results),
             versions,
         })
+    }
+
+    /// The study's analysis with its charts, for the Results screen; refused until a policy is
+    /// locked, as [`App::analyze`] is.
+    pub async fn results(&self, study_id: i64) -> Result<StudyResults, AppError> {
+        let mut analysis = self.analyze(study_id).await?;
+        let charts = study_charts(&analysis);
+        for cell in &mut analysis.body.cells {
+            in_reading_order(&mut cell.paired);
+        }
+        for rows in analysis.adjudicated.values_mut() {
+            in_reading_order(rows);
+        }
+        Ok(StudyResults { analysis, charts })
     }
 
     /// Analyzes the study under its locked policy; refused until a policy is locked.

@@ -17,7 +17,7 @@ use kvgate_formats::weights::{CheckpointDigest, WeightsComparison};
 use schemars::JsonSchema;
 use ts_rs::{Config, TS};
 
-use crate::analysis::{LockPolicyInput, PolicyStatus, StudyAnalysis};
+use crate::analysis::{LockPolicyInput, PolicyStatus, StudyAnalysis, StudyResults};
 use crate::credentials::{EndpointKeyInput, EndpointKeyStatus, KeyStore, KeyringState};
 use crate::fixtures::{GenerateFixtures, LoadedCorpus};
 use crate::imports::{ImportEvent, ImportInput, ImportPreview, ImportSummary};
@@ -77,6 +77,7 @@ pub fn write_bindings(dir: &Path) -> Result<(), String> {
     one::<PolicyStatus>(&cfg)?;
     one::<kvgate_core::policy::PolicyProblem>(&cfg)?;
     one::<StudyAnalysis>(&cfg)?;
+    one::<StudyResults>(&cfg)?;
     one::<kvgate_core::stats::PairsPlan>(&cfg)?;
     one::<crate::review::ReviewFilter>(&cfg)?;
     one::<crate::review::ReviewQueue>(&cfg)?;

@@ -7,6 +7,7 @@
 //! or implement a rule of the product (rules live in `kvgate-core`).
 
 pub mod analysis;
+pub mod charts;
 pub mod contract;
 pub mod credentials;
 mod error;
@@ -16,6 +17,7 @@ pub mod imports;
 pub mod llm;
 mod location;
 pub mod manifests;
+mod markup;
 pub mod packet;
 pub mod recovery;
 pub mod review;

@@ -1,4 +1,4 @@
-use kvgate_app::analysis::{LockPolicyInput, PolicyStatus, StudyAnalysis};
+use kvgate_app::analysis::{LockPolicyInput, PolicyStatus, StudyAnalysis, StudyResults};
 use kvgate_app::domain::policy::{LockedPolicy, PolicyProblem};
 use kvgate_app::domain::stats::{required_pairs, PairsPlan};
 use kvgate_app::{App, AppError, ErrorCode};
@@ -25,6 +25,11 @@ pub async fn policy_status(app: State<'_, App>, study_id: i64) -> Result<PolicyS
 #[tauri::command]
 pub async fn analyze_study(app: State<'_, App>, study_id: i64) -> Result<StudyAnalysis, AppError> {
     app.analyze(study_id).await
+}
+
+#[tauri::command]
+pub async fn study_results(app: State<'_, App>, study_id: i64) -> Result<StudyResults, AppError> {
+    app.results(study_id).await
 }
 
 #[tauri::command]

@@ -355,6 +355,8 @@ fn policy_check_lock_status_analyze_and_plan() {
     let sid = study["id"].clone();
     let refused = invoke(&h, "analyze_study", json!({"studyId": sid})).unwrap_err();
     assert_eq!(refused["code"], "policy_not_locked");
+    let refused = invoke(&h, "study_results", json!({"studyId": sid})).unwrap_err();
+    assert_eq!(refused["code"], "policy_not_locked");
 
     let policy = include_str!("../../../fixtures/policies/demo-cpu.json");
     assert_eq!(
@@ -384,6 +386,15 @@ fn policy_check_lock_status_analyze_and_plan() {
     let analysis = invoke(&h, "analyze_study", json!({"studyId": sid})).unwrap();
     assert_eq!(analysis["cells"], json!([]));
     assert_eq!(analysis["policy_sha256"], locked["sha256"]);
+    // The Results screen's content: the same analysis, with its charts drawn from it.
+    let results = invoke(&h, "study_results", json!({"studyId": sid})).unwrap();
+    assert_eq!(results["analysis"]["policy_sha256"], locked["sha256"]);
+    let goodput = results["charts"]["goodput"]["svg"].as_str().unwrap();
+    assert!(
+        goodput.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""),
+        "{goodput}"
+    );
+    assert_eq!(results["charts"]["forest"], json!([]));
 
     let plan = invoke(
         &h,

@@ -4,7 +4,6 @@
 //! Exporting the same study twice gives byte-identical files: no time appears but recorded ones,
 //! every list is in a stable order, the zip carries fixed entry times.
 
-mod charts;
 pub mod report;
 mod tables;
 
@@ -449,19 +448,9 @@ impl App {
         files.table("results/floors", &tables::floors(&analysis))?;
         files.table("results/latency", &tables::latency(&analysis))?;
         files.table("results/goodput", &tables::goodput(&analysis))?;
-        let chart_list = vec![
-            (
-                "charts/paired-delta.svg".to_owned(),
-                charts::paired_delta(&analysis),
-            ),
-            ("charts/goodput.svg".to_owned(), charts::goodput(&analysis)),
-            (
-                "charts/latency-e2e.svg".to_owned(),
-                charts::latency(&analysis),
-            ),
-        ];
-        for (path, svg) in &chart_list {
-            files.add(path.clone(), svg.clone());
+        let chart_list = crate::charts::packet_charts(&analysis);
+        for (path, chart) in &chart_list {
+            files.add(path.clone(), chart.svg.clone());
         }
 
         // Review: adjudications, the audit chain, the checklist, the recovery plan.
@@ -511,7 +500,7 @@ impl App {
         let labels: Vec<(String, u64)> = label_counts.into_iter().collect();
         let charts_inline: Vec<(String, String)> = chart_list
             .iter()
-            .map(|(path, svg)| (path.clone(), svg.clone()))
+            .map(|(path, chart)| (format!("{} ({path})", chart.note), chart.svg.clone()))
             .collect();
         origin.extend(warnings.iter().map(|w| format!("Not included: {w}")));
         let html = report::render(&report::ReportInput {

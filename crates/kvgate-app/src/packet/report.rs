@@ -8,23 +8,8 @@ use kvgate_core::review::AuditEvent;
 use serde_json::Value;
 
 use crate::analysis::StudyAnalysis;
+use crate::markup::escape;
 use crate::signoff::Checklist;
-
-/// HTML-escapes text for element content and attribute values.
-pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for ch in s.chars() {
-        match ch {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 fn opt(v: Option<f64>) -> String {
     v.map_or_else(|| "absent".to_owned(), |x| format!("{x}"))
@@ -42,7 +27,7 @@ pub struct ReportInput<'a> {
     /// Label → count of the reviewers' current labels.
     pub labels: &'a [(String, u64)],
     pub representative: &'a [String],
-    /// (title, svg) drawn inline.
+    /// (caption, svg) drawn inline.
     pub charts: &'a [(String, String)],
     /// Every other file of the packet: path, sha256, size.
     pub files: &'a [(String, String, u64)],
@@ -351,17 +336,4 @@ pub fn render(r: &ReportInput<'_>) -> String {
     }
     h.push_str("</table>\n</body>\n</html>\n");
     h
-}
-
-#[cfg(test)]
-mod tests {
-    use super::escape;
-
-    #[test]
-    fn markup_in_text_is_escaped() {
-        assert_eq!(
-            escape("<img src=x onerror=\"alert('x')\"> & co"),
-            "&lt;img src=x onerror=&quot;alert(&#39;x&#39;)&quot;&gt; &amp; co"
-        );
-    }
 }

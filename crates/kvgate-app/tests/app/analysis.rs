@@ -206,3 +206,45 @@ async fn the_analysis_of_the_recorded_runs_agrees_with_an_independent_count() {
         assert!(g.good <= g.cohort);
     }
 }
+
+/// The Results screen reads the same analysis, its paired rows in reading order, and its charts
+/// are drawn from it; the analysis itself (CLI, packet, signed evidence) keeps its order.
+#[tokio::test]
+async fn the_results_screen_reads_the_analysis_in_reading_order_with_its_charts() {
+    let dir = tempfile::tempdir().unwrap();
+    let (app, sid) = study_with_demo_runs(&dir).await;
+    let refused = app.results(sid).await.unwrap_err();
+    assert_eq!(refused.code, ErrorCode::PolicyNotLocked);
+    app.lock_policy(lock(sid, POLICY)).await.unwrap();
+    import_demo(&app, sid).await;
+    let a = app.analyze(sid).await.unwrap();
+    let r = app.results(sid).await.unwrap();
+    let names = |rows: &[kvgate_core::analysis::PairedRow]| -> Vec<String> {
+        rows.iter().map(|p| p.stratum.clone()).collect()
+    };
+    let stored = names(&a.body.cells[1].paired);
+    let read = names(&r.analysis.body.cells[1].paired);
+    assert_eq!(stored[..2], ["overall", "answer_kind=absent"]);
+    assert_eq!(read[..4], ["overall", "de", "numeric", "absent"]);
+    assert_eq!(read[4..6], ["language=en", "language=de"]);
+    let (mut s, mut t) = (stored.clone(), read.clone());
+    s.sort();
+    t.sort();
+    assert_eq!(s, t, "the same rows");
+    // Apart from the order, the same analysis.
+    let mut reordered = r.analysis.clone();
+    reordered.body.cells[1].paired = a.body.cells[1].paired.clone();
+    assert_eq!(reordered, a);
+    // The charts: a forest plot of Q8 read in the same order, and each variant the screen offers.
+    assert_eq!(r.charts.forest.len(), 1);
+    let forest: Vec<String> = r.charts.forest[0]
+        .marginals
+        .marks
+        .iter()
+        .filter_map(|m| m.stratum.clone())
+        .collect();
+    assert_eq!(forest, read);
+    assert_eq!(r.charts.latency.len(), 3);
+    assert_eq!(r.charts.cdf.len(), 2 * a.body.classes.len());
+    assert_eq!(r.charts.capacity.len(), 2);
+}

@@ -51,6 +51,7 @@ import type { RunSummary } from '$lib/bindings/RunSummary';
 import type { StoredManifest } from '$lib/bindings/StoredManifest';
 import type { Study } from '$lib/bindings/Study';
 import type { StudyAnalysis } from '$lib/bindings/StudyAnalysis';
+import type { StudyResults } from '$lib/bindings/StudyResults';
 import { toAppError } from './errors';
 
 export { toAppError } from './errors';
@@ -216,6 +217,10 @@ export const policyStatus = (studyId: number): Promise<PolicyStatus> => call('po
 
 /** The study's analysis under its locked policy; rejects with code `policy_not_locked` until one is locked. */
 export const analyzeStudy = (studyId: number): Promise<StudyAnalysis> => call('analyze_study', { studyId });
+
+/** What the Results screen shows: the analysis and every chart drawn from it (standalone SVG text,
+ * shown as an image, never inlined); rejects with `policy_not_locked` as `analyzeStudy` does. */
+export const studyResults = (studyId: number): Promise<StudyResults> => call('study_results', { studyId });
 
 /** How many paired items a non-inferiority test at this margin needs (McNemar, normal approximation). */
 export const planPairs = (margin: number, discordanceRate: number, alpha: number, power: number): Promise<PairsPlan> =>

@@ -48,6 +48,7 @@ import {
   sniffImportFormat,
   startLocalServer,
   stopLocalServer,
+  studyResults,
   toAppError,
   validateManifest,
   verifyPacket,
@@ -253,6 +254,12 @@ describe('commands', () => {
       ['record_recovery_plan', { input }],
       ['recovery_status', { studyId: 3 }],
     ]);
+  });
+
+  it('asks for the Results screen by study id', async () => {
+    invokeMock.mockResolvedValue(null);
+    await studyResults(3);
+    expect(invokeMock.mock.calls).toEqual([['study_results', { studyId: 3 }]]);
   });
 
   it('calls the packet commands with the argument names the Rust commands take', async () => {

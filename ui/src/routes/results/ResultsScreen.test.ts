@@ -4,12 +4,12 @@ import type { Study } from '$lib/bindings/Study';
 
 vi.mock('$lib/ipc', async (importOriginal) => ({
   ...(await importOriginal<typeof import('$lib/ipc')>()),
-  analyzeStudy: vi.fn(),
+  studyResults: vi.fn(),
 }));
 
 import * as ipc from '$lib/ipc';
 import { Workspace } from '$lib/workspace.svelte';
-import { analysis, cell } from './results-fixture';
+import { analysis, charts, results as resultsOf } from './results-fixture';
 import ResultsScreen from './ResultsScreen.svelte';
 import { ResultsModel } from './results.svelte';
 
@@ -33,26 +33,26 @@ beforeEach(() => {
 
 describe('Results screen', () => {
   it('hides every number until the policy is locked, and leads to the Policy screen', async () => {
-    ipcMock.analyzeStudy.mockRejectedValue({ code: 'policy_not_locked', message: 'study `FP8 KV demo` has no locked acceptance policy' });
+    ipcMock.studyResults.mockRejectedValue({ code: 'policy_not_locked', message: 'study `FP8 KV demo` has no locked acceptance policy' });
     const { onopenpolicy } = setup();
     const hidden = await screen.findByTestId('results-policy-not-locked');
     expect(hidden.textContent).toContain('Results are hidden until the acceptance policy is locked');
     expect(screen.queryByTestId('results-header')).toBeNull();
     expect(screen.queryByTestId('cell-card')).toBeNull();
-    expect(document.querySelector('svg')).toBeNull();
+    expect(document.querySelector('img')).toBeNull();
     await fireEvent.click(screen.getByTestId('results-go-policy'));
     expect(onopenpolicy).toHaveBeenCalledTimes(1);
   });
 
   it('shows any other refusal as an error, with no partial numbers', async () => {
-    ipcMock.analyzeStudy.mockRejectedValue({ code: 'storage', message: 'database is locked' });
+    ipcMock.studyResults.mockRejectedValue({ code: 'storage', message: 'database is locked' });
     setup();
     expect((await screen.findByTestId('results-error')).textContent).toContain('database is locked');
     expect(screen.queryByTestId('results-header')).toBeNull();
   });
 
   it('labels the data and shows the policy, the request count and the noise floor in the header', async () => {
-    ipcMock.analyzeStudy.mockResolvedValue(analysis({ policy_changed_after_results: true }));
+    ipcMock.studyResults.mockResolvedValue(resultsOf({ policy_changed_after_results: true }));
     setup();
     const header = await screen.findByTestId('results-header');
     expect(within(header).getByTestId('results-provenance').textContent).toBe('synthetic demo');
@@ -61,18 +61,21 @@ describe('Results screen', () => {
     expect(screen.getByTestId('results-measured').textContent).toBe('120');
     expect(screen.getByTestId('results-noise-floor').textContent).toBe('flip rate 5.0% (n = 40, b = 1, c = 1)');
     expect(screen.getByTestId('results-changed-after-results').textContent).toContain('Policy changed after results');
-    // Every cell card carries the label too, and every chart says it inside the drawing (exports keep it).
+    // Every cell card carries the label too; every chart is the backend's drawing, which says it
+    // inside the image (exports keep it).
     for (const card of screen.getAllByTestId('cell-card')) {
       expect(within(card).getByTestId('cell-provenance').textContent).toBe('synthetic demo');
     }
-    for (const svg of document.querySelectorAll('svg')) expect(svg.textContent).toContain('Data: synthetic demo');
+    const images = document.querySelectorAll('img');
+    expect(images.length).toBe(5);
+    for (const img of images) expect(decodeURIComponent(img.src)).toContain('Data: synthetic demo');
   });
 
   it('shows the paired rows on the reviewers\' labels beside the automatic ones, only when labels exist', async () => {
     const base = analysis();
     const c1 = base.cells.find((c) => c.cell === 'C1')!;
     const relabelled = c1.paired.map((r) => ({ ...r, b: 0, verdict: 'non_inferior' as const }));
-    ipcMock.analyzeStudy.mockResolvedValue({ ...base, adjudicated_labels: 2, adjudicated: { C1: relabelled } });
+    ipcMock.studyResults.mockResolvedValue({ analysis: { ...base, adjudicated_labels: 2, adjudicated: { C1: relabelled } }, charts: charts() });
     setup();
     const card = (await screen.findAllByTestId('cell-card')).find((c) => c.dataset['cell'] === 'C1')!;
     const adjudicated = within(card).getByTestId('cell-adjudicated');
@@ -82,14 +85,14 @@ describe('Results screen', () => {
   });
 
   it('shows no adjudicated table without labels', async () => {
-    ipcMock.analyzeStudy.mockResolvedValue(analysis());
+    ipcMock.studyResults.mockResolvedValue(resultsOf());
     setup();
     const card = (await screen.findAllByTestId('cell-card')).find((c) => c.dataset['cell'] === 'C1')!;
     expect(within(card).queryByTestId('cell-adjudicated')).toBeNull();
   });
 
   it('shows an invalid cell without a score: its reasons and request counts only', async () => {
-    ipcMock.analyzeStudy.mockResolvedValue(analysis());
+    ipcMock.studyResults.mockResolvedValue(resultsOf());
     setup();
     const card = (await screen.findAllByTestId('cell-card')).find((c) => c.dataset['cell'] === 'C9')!;
     expect(within(card).getByTestId('cell-validity').textContent).toBe('invalid — no score');
@@ -102,7 +105,7 @@ describe('Results screen', () => {
   });
 
   it('shows absent latency as "absent", paired verdicts without "equivalent", and marginal strata collapsed', async () => {
-    ipcMock.analyzeStudy.mockResolvedValue(analysis());
+    ipcMock.studyResults.mockResolvedValue(resultsOf());
     setup();
     const card = (await screen.findAllByTestId('cell-card')).find((c) => c.dataset['cell'] === 'C1')!;
     const long = within(card).getAllByTestId('latency-row').find((r) => r.dataset['class'] === 'long')!;
@@ -134,7 +137,7 @@ describe('Results screen', () => {
   });
 
   it('opens the run a figure came from', async () => {
-    ipcMock.analyzeStudy.mockResolvedValue(analysis());
+    ipcMock.studyResults.mockResolvedValue(resultsOf());
     const { onopenrun } = setup();
     const card = (await screen.findAllByTestId('cell-card')).find((c) => c.dataset['cell'] === 'B0')!;
     const runRow = within(card).getByTestId('goodput-run-row');
@@ -144,22 +147,65 @@ describe('Results screen', () => {
     expect(onopenrun).toHaveBeenLastCalledWith(2);
   });
 
-  it('draws the charts, each with a title and export buttons that download a file', async () => {
-    ipcMock.analyzeStudy.mockResolvedValue(analysis());
+  it('shows each chart the backend drew as an image, with its values in words, never inlined', async () => {
+    const drawn = resultsOf();
+    ipcMock.studyResults.mockResolvedValue(drawn);
     setup();
     await screen.findByTestId('results-header');
-    for (const id of ['forest-C1', 'goodput', 'latency', 'latency-cdf', 'capacity']) {
-      const chart = screen.getByTestId(`chart-${id}`);
-      const svg = chart.querySelector('svg')!;
-      expect(svg.getAttribute('role')).toBe('img');
-      expect(svg.querySelector('title')?.textContent).toBeTruthy();
-      expect(svg.querySelector('desc')?.textContent).toBeTruthy();
+    expect(document.querySelector('svg')).toBeNull();
+    const shown = [
+      ['forest-C1', drawn.charts.forest[0]!.segments],
+      ['goodput', drawn.charts.goodput],
+      ['latency', drawn.charts.latency[0]!],
+      ['latency-cdf', drawn.charts.cdf[0]!],
+      ['capacity', drawn.charts.capacity[0]!],
+    ] as const;
+    for (const [id, c] of shown) {
+      const frame = screen.getByTestId(`chart-${id}`);
+      const img = within(frame).getByTestId(`chart-${id}-image`) as HTMLImageElement;
+      expect(img.alt).toBe(c.title);
+      expect(img.src.startsWith('data:image/svg+xml;charset=utf-8,')).toBe(true);
+      expect(decodeURIComponent(img.src.slice(img.src.indexOf(',') + 1))).toBe(c.svg);
+      expect(frame.textContent).toContain(c.note);
+      expect(within(frame).getByText(`Values (${c.marks.length})`)).toBeTruthy();
     }
+    const goodput = screen.getByTestId('chart-goodput');
+    expect([...goodput.querySelectorAll('[data-testid="goodput-bar"]')].map((b) => b.textContent)).toEqual([
+      'B0 · short: 0.500 good/s',
+      'C1 · short: 0.500 good/s',
+    ]);
+    expect(within(goodput).getByTestId('goodput-missing').textContent).toBe('C9 (invalid — no score)');
+  });
+
+  it('switches between the drawings the controls offer', async () => {
+    ipcMock.studyResults.mockResolvedValue(resultsOf());
+    setup();
+    await screen.findByTestId('results-header');
     const forest = screen.getByTestId('chart-forest-C1');
     expect(forest.querySelectorAll('[data-testid="forest-row"]')).toHaveLength(3);
     await fireEvent.click(within(forest).getByTestId('chart-forest-C1-marginals'));
     expect(forest.querySelectorAll('[data-testid="forest-row"]')).toHaveLength(7);
+    expect([...forest.querySelectorAll<HTMLElement>('[data-testid="forest-row"]')].map((r) => r.dataset['stratum'])).toContain(
+      'language=de',
+    );
 
+    const latency = screen.getByTestId('chart-latency');
+    const metric = within(latency).getByTestId('chart-latency-metric') as HTMLSelectElement;
+    expect([...metric.options].map((o) => o.textContent)).toEqual(['TTFT', 'ITL', 'end-to-end']);
+    await fireEvent.change(metric, { target: { value: '2' } });
+    expect(within(latency).getByTestId('latency-line').textContent).toBe('short · B0: e2e');
+
+    const cdf = screen.getByTestId('chart-latency-cdf');
+    await fireEvent.change(within(cdf).getByTestId('chart-cdf-class'), { target: { value: 'long' } });
+    expect(within(cdf).queryByTestId('cdf-line')).toBeNull();
+    expect(within(cdf).getByTestId('latency-cdf-missing').textContent).toBe('B0 (no distribution)');
+    expect((within(cdf).getByTestId('chart-latency-cdf-image') as HTMLImageElement).alt).toBe('Chart latency-cdf-long-ttft');
+  });
+
+  it('exports the very SVG it shows, named after the study and the chart', async () => {
+    ipcMock.studyResults.mockResolvedValue(resultsOf());
+    setup();
+    await screen.findByTestId('results-header');
     const blobs: Blob[] = [];
     const createObjectURL = vi.fn((blob: Blob) => {
       blobs.push(blob);
@@ -174,17 +220,29 @@ describe('Results screen', () => {
     expect(clicked[0]?.download).toBe('fp8-kv-demo_goodput.svg');
     expect(blobs[0]?.type).toBe('image/svg+xml');
     const text = await blobs[0]!.text();
+    expect(text).toBe(charts().goodput.svg);
     expect(text).toContain('<title');
     expect(text).toContain('Data: synthetic demo');
     click.mockRestore();
   });
 
-  it('leaves a cell without capacity evidence out of the scatter, saying so', async () => {
-    const c2 = cell('C2', { capacity: { ...cell('C2').capacity, engine_kv_tokens: null } });
-    ipcMock.analyzeStudy.mockResolvedValue(analysis({ cells: [cell('B0'), c2] }));
+  it('lists a cell a chart leaves out, saying why, and draws only the others', async () => {
+    const capacity = charts().capacity.map((c) => ({
+      ...c,
+      marks: c.marks.filter((m) => m.cell === 'B0'),
+      not_drawn: [{ cell: 'C2', why: 'KV capacity absent' }],
+    }));
+    ipcMock.studyResults.mockResolvedValue(resultsOf({}, { capacity }));
     setup();
     await screen.findByTestId('results-header');
     expect(screen.getByTestId('capacity-missing').textContent).toBe('C2 (KV capacity absent)');
     expect(screen.getAllByTestId('capacity-point').map((p) => p.dataset['cell'])).toEqual(['B0']);
+  });
+
+  it('shows no chart of a study without a frozen manifest, and no forest plot without a candidate', async () => {
+    ipcMock.studyResults.mockResolvedValue(resultsOf({ cells: [] }, { forest: [] }));
+    setup();
+    expect((await screen.findByTestId('results-no-cells')).textContent).toContain('nothing to analyze');
+    expect(document.querySelector('img')).toBeNull();
   });
 });

@@ -1,7 +1,13 @@
-// Analyses as the backend sends them, for the Results tests: valid B0, a candidate with paired
-// rows, and an invalid cell.
+// Analyses and charts as the backend sends them, for the Results tests: valid B0, a candidate with
+// paired rows, and an invalid cell; charts as `study_results` draws them (their drawing is tested in
+// `kvgate-app`'s charts module).
 
+import type { Chart } from '$lib/bindings/Chart';
+import type { ChartMark } from '$lib/bindings/ChartMark';
+import type { ChartSpec } from '$lib/bindings/ChartSpec';
 import type { StudyAnalysis } from '$lib/bindings/StudyAnalysis';
+import type { StudyCharts } from '$lib/bindings/StudyCharts';
+import type { StudyResults } from '$lib/bindings/StudyResults';
 import type { Cell, Row } from './results-view';
 
 const NONE = { p50: null, p90: null, p99: null, count: 0 };
@@ -99,13 +105,14 @@ export function cell(name: string, patch: Partial<Cell> = {}): Cell {
     goodput_total: { n: 2, mean: 0.5, sd: 0.05, ci_low: 0.05, ci_high: 0.95 },
     paired: baseline
       ? []
-      : [
-          row('language=de'),
-          row('numeric', { protected: false, verdict: 'non_inferior', ci_low: -0.01, ci_high: 0.03, delta: 0.01 }),
+      : // As `study_results` sends them, in reading order: overall, segments (protected first), marginal strata.
+        [
           row('overall', { n: 120 }),
           row('de-long', { protected: true, margin: 0.03, mcnemar_p_holm: 0.8, verdict: 'inferior', ci_low: -0.3, ci_high: -0.05 }),
-          row('length_class=long'),
+          row('numeric', { protected: false, verdict: 'non_inferior', ci_low: -0.01, ci_high: 0.03, delta: 0.01 }),
           row('language=en'),
+          row('language=de'),
+          row('length_class=long'),
           row('answer_kind=absent', { n: 0, delta: null, ci_low: null, ci_high: null }),
         ],
     floors: [{ segment: 'de-long', protected: true, floor: 0.9, n: 10, accepted: 8, rate: 0.8, passes: false }],
@@ -191,4 +198,73 @@ export function analysis(patch: Partial<StudyAnalysis> = {}): StudyAnalysis {
     noise_floor: { n: 40, b: 1, c: 1, flip_rate: 0.05 },
     ...patch,
   };
+}
+
+function mark(cell: string, text: string, patch: Partial<ChartMark> = {}): ChartMark {
+  return { cell, class: null, stratum: null, text, ...patch };
+}
+
+export function chart(id: string, spec: ChartSpec, patch: Partial<Chart> = {}): Chart {
+  const title = patch.title ?? `Chart ${id}`;
+  return {
+    spec,
+    id,
+    title,
+    choice: id,
+    svg: `<svg xmlns="http://www.w3.org/2000/svg" width="640" height="300" viewBox="0 0 640 300" role="img"><title>${title}</title><desc>Data: synthetic demo.</desc><text x="12" y="292">Data: synthetic demo</text></svg>\n`,
+    width: 640,
+    height: 300,
+    marks: [],
+    not_drawn: [],
+    note: `How to read ${id}.`,
+    ...patch,
+  };
+}
+
+export function charts(patch: Partial<StudyCharts> = {}): StudyCharts {
+  const forestRow = (stratum: string) => mark('C1', `${stratum}: Δ −2.5 pp`, { stratum });
+  const segments = ['overall', 'de-long', 'numeric'];
+  const marginals = ['language=en', 'language=de', 'length_class=long', 'answer_kind=absent'];
+  return {
+    forest: [
+      {
+        cell: 'C1',
+        segments: chart('forest-C1', { chart: 'forest', cell: 'C1', marginals: false }, { marks: segments.map(forestRow) }),
+        marginals: chart('forest-C1-marginals', { chart: 'forest', cell: 'C1', marginals: true }, {
+          marks: [...segments, ...marginals].map(forestRow),
+        }),
+      },
+    ],
+    goodput: chart('goodput', { chart: 'goodput' }, {
+      title: 'Useful goodput per cell and class (good requests per second)',
+      marks: [mark('B0', 'B0 · short: 0.500 good/s', { class: 'short' }), mark('C1', 'C1 · short: 0.500 good/s', { class: 'short' })],
+      not_drawn: [{ cell: 'C9', why: 'invalid — no score' }],
+    }),
+    latency: (['ttft', 'itl', 'e2e'] as const).map((metric) =>
+      chart(`latency-${metric}`, { chart: 'latency', metric }, {
+        choice: { ttft: 'TTFT', itl: 'ITL', e2e: 'end-to-end' }[metric],
+        marks: [mark('B0', `short · B0: ${metric}`, { class: 'short' })],
+      }),
+    ),
+    cdf: ['short', 'long'].flatMap((klass) =>
+      (['ttft', 'e2e'] as const).map((metric) =>
+        chart(`latency-cdf-${klass}-${metric}`, { chart: 'cdf', class: klass, metric }, {
+          choice: metric === 'ttft' ? 'TTFT' : 'end-to-end',
+          marks: klass === 'short' ? [mark('B0', 'B0: n = 30', { class: klass })] : [],
+          not_drawn: klass === 'short' ? [] : [{ cell: 'B0', why: 'no distribution' }],
+        }),
+      ),
+    ),
+    capacity: (['engine_kv_tokens', 'running_max'] as const).map((axis) =>
+      chart(`capacity-${axis}`, { chart: 'capacity', axis }, {
+        choice: axis === 'engine_kv_tokens' ? 'engine KV capacity (tokens)' : 'running requests, max',
+        marks: [mark('B0', 'B0: 100,000'), mark('C1', 'C1: 200,000')],
+      }),
+    ),
+    ...patch,
+  };
+}
+
+export function results(patch: Partial<StudyAnalysis> = {}, chartsPatch: Partial<StudyCharts> = {}): StudyResults {
+  return { analysis: analysis(patch), charts: charts(chartsPatch) };
 }

@@ -1,15 +1,18 @@
-import { analyzeStudy, toAppError } from '$lib/ipc';
+import { studyResults, toAppError } from '$lib/ipc';
 import type { AppError } from '$lib/bindings/AppError';
 import type { StudyAnalysis } from '$lib/bindings/StudyAnalysis';
+import type { StudyCharts } from '$lib/bindings/StudyCharts';
 import type { LoadState } from '$lib/workspace.svelte';
 
 /**
- * The Results screen's state: the backend's analysis of the open study, replaced whole. When the
- * backend refuses (no locked policy, or anything else) no earlier analysis is kept on screen.
+ * The Results screen's state: the backend's analysis of the open study and the charts drawn from
+ * it, replaced whole and together. When the backend refuses (no locked policy, or anything else)
+ * no earlier analysis or chart is kept on screen.
  */
 export class ResultsModel {
   studyId = $state<number | null>(null);
   analysis = $state.raw<StudyAnalysis | null>(null);
+  charts = $state.raw<StudyCharts | null>(null);
   state = $state<LoadState>('idle');
   error = $state<AppError | null>(null);
 
@@ -20,6 +23,7 @@ export class ResultsModel {
     if (studyId !== this.studyId) {
       this.studyId = studyId;
       this.analysis = null;
+      this.charts = null;
       this.state = 'idle';
       this.error = null;
     }
@@ -32,15 +36,17 @@ export class ResultsModel {
     const seq = ++this.seq;
     this.state = 'loading';
     try {
-      const analysis = await analyzeStudy(studyId);
+      const results = await studyResults(studyId);
       if (seq !== this.seq) return;
-      this.analysis = analysis;
+      this.analysis = results.analysis;
+      this.charts = results.charts;
       this.error = null;
       this.state = 'ready';
     } catch (reason) {
       if (seq !== this.seq) return;
       // Never partial numbers: a refused analysis hides the previous one too.
       this.analysis = null;
+      this.charts = null;
       this.error = toAppError(reason);
       this.state = 'failed';
     }
