@@ -12,16 +12,17 @@ import {
   formatDuration,
   formatExactBytes,
   formatFigure,
+  formatMeanSd,
   formatMiB,
   formatNumber,
   formatP,
   formatPercent,
   formatPp,
   formatPpInterval,
+  formatRange,
   formatRate,
   formatSeconds,
   formatShare,
-  formatTick,
   formatTimestamp,
   isPresent,
   rawTitle,
@@ -46,7 +47,8 @@ describe('absent', () => {
       formatPercent,
       formatPp,
       formatBytes,
-      formatMiB,
+      formatMeanSd,
+  formatMiB,
       formatDuration,
       formatSeconds,
     ] as ((v: number | null | undefined) => string)[];
@@ -134,13 +136,13 @@ describe('counts and numbers', () => {
     expect(formatFigure(null)).toEqual({ text: ABSENT, exact: 'not a finite number', rounded: false });
   });
 
-  it('labels chart ticks compactly', () => {
-    expect(formatTick(0)).toBe('0');
-    expect(formatTick(2.5)).toBe('2.5');
-    expect(formatTick(12_000)).toBe('12k');
-    expect(formatTick(1_500_000)).toBe('1.5M');
-    expect(formatTick(-6)).toBe('−6');
-    expect(formatTick(0.1 + 0.2)).toBe('0.3');
+  it('shows a rate with its spread over repeats, the mean alone below two', () => {
+    expect(formatMeanSd(0.5, 0.05)).toBe('0.500 ± 0.0500');
+    expect(formatMeanSd(0.5, null)).toBe('0.500');
+    expect(formatMeanSd(1.1345, 0.05, 'good/s')).toBe('1.13 ± 0.0500 good/s');
+    expect(formatMeanSd(null, 0.1)).toBe(ABSENT);
+    expect(formatRange(1.11, 1.354)).toBe('[1.11, 1.35]');
+    expect(formatRange(0.1, null)).toBe(ABSENT);
   });
 });
 

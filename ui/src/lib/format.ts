@@ -108,14 +108,17 @@ export function formatFigure(value: number | null | undefined): { text: string; 
   return { text, exact, rounded: text !== exact };
 }
 
-/** A chart axis label: compact for large values ("12k", "1.5M"), trimmed decimals otherwise. */
-export function formatTick(v: number): string {
-  const a = Math.abs(v);
-  const sign = v < 0 ? MINUS : '';
-  if (a >= 1e6) return `${sign}${Number((a / 1e6).toPrecision(3))}M`;
-  if (a >= 1e4) return `${sign}${Number((a / 1e3).toPrecision(3))}k`;
-  const text = String(Number(a.toPrecision(4)));
-  return text === '0' ? '0' : `${sign}${text}`;
+/** A rate as mean ± sd ("1.13 ± 0.0500 good/s"), the mean alone below two repeats; ABSENT without one. */
+export function formatMeanSd(mean: number | null | undefined, sd: number | null | undefined, unit: string | null = null): string {
+  if (!isPresent(mean)) return ABSENT;
+  const text = isPresent(sd) ? `${formatRate(mean, null)} ± ${formatRate(sd, null)}` : formatRate(mean, null);
+  return unit ? `${text} ${unit}` : text;
+}
+
+/** "[1.11, 1.35]" from a repeat interval of a rate; ABSENT below two repeats. */
+export function formatRange(low: number | null | undefined, high: number | null | undefined): string {
+  if (!isPresent(low) || !isPresent(high)) return ABSENT;
+  return `[${formatRate(low, null)}, ${formatRate(high, null)}]`;
 }
 
 // ---- shares and percentage points ---------------------------------------------------------------

@@ -8,7 +8,7 @@ import type { ChartSpec } from '$lib/bindings/ChartSpec';
 import type { StudyAnalysis } from '$lib/bindings/StudyAnalysis';
 import type { StudyCharts } from '$lib/bindings/StudyCharts';
 import type { StudyResults } from '$lib/bindings/StudyResults';
-import type { Cell, Row } from './results-view';
+import type { Cell, Row } from './rows';
 
 const NONE = { p50: null, p90: null, p99: null, count: 0 };
 const MISSES = { ttft: 0, itl: 0, e2e: 0, after_drain: 0, not_accepted: 0, timing_missing: 0 };

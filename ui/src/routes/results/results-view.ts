@@ -1,18 +1,13 @@
-// Presentation of the study analysis: labels, absent values, the paired rows by kind. Every figure
-// comes from the backend's `study_results`, the charts drawn there too; nothing here decides a
-// verdict, a gate or an outcome.
+// The analysis's codes and counts in words, with the tone each is shown in: verdicts, outcomes,
+// test cells, floors, gates, the noise floor, SLO misses. Every figure comes from the backend's
+// `study_results`; nothing here decides a verdict, a gate or an outcome.
 
-import type { CellAnalysis } from '$lib/bindings/CellAnalysis';
 import type { NoiseFloor } from '$lib/bindings/NoiseFloor';
-import type { PairedRow } from '$lib/bindings/PairedRow';
 import type { PairedVerdict } from '$lib/bindings/PairedVerdict';
 import type { SloMisses } from '$lib/bindings/SloMisses';
 import type { SuggestedOutcome } from '$lib/bindings/SuggestedOutcome';
 import type { TestCell } from '$lib/bindings/TestCell';
-import { ABSENT, formatCode, formatCount, formatRate, formatShare, isPresent } from '$lib/format';
-
-export type Cell = CellAnalysis;
-export type Row = PairedRow;
+import { ABSENT, formatCode, formatCount, formatShare } from '$lib/format';
 
 /** A verdict of a paired row in words. There is no "equivalent": an undecided row asks for more evidence. */
 export function verdictLabel(verdict: PairedVerdict): string {
@@ -79,19 +74,6 @@ export function gateLabel(qualifies: boolean | null): string {
   return qualifies === null ? 'undecided' : qualifies ? 'qualifies' : 'does not qualify';
 }
 
-/** A rate as mean ± sd ("1.13 ± 0.05 good/s"), the mean alone below two repeats; ABSENT without one. */
-export function formatMeanSd(mean: number | null, sd: number | null, unit: string | null = null): string {
-  if (!isPresent(mean)) return ABSENT;
-  const text = isPresent(sd) ? `${formatRate(mean, null)} ± ${formatRate(sd, null)}` : formatRate(mean, null);
-  return unit ? `${text} ${unit}` : text;
-}
-
-/** "[1.11, 1.35]" from a repeat interval of a rate; ABSENT below two repeats. */
-export function formatRange(low: number | null, high: number | null): string {
-  if (!isPresent(low) || !isPresent(high)) return ABSENT;
-  return `[${formatRate(low, null)}, ${formatRate(high, null)}]`;
-}
-
 /** The noise floor in words, or why there is none. */
 export function noiseFloorText(noise: NoiseFloor | null): string {
   if (!noise) return `${ABSENT}: B0 has no second pass over the same items`;
@@ -109,25 +91,4 @@ export function missesList(misses: SloMisses): string[] {
     ['timing_missing', 'timing missing'],
   ];
   return names.filter(([key]) => misses[key] > 0).map(([key, label]) => `${label} ${formatCount(misses[key])}`);
-}
-
-/** Entries of a per-class map in the policy's class order, then any other (e.g. "(unclassified)"). */
-export function byClass<T>(map: Partial<Record<string, T>>, classes: readonly string[]): [string, T][] {
-  const known = classes.filter((c) => map[c] !== undefined).map((c): [string, T] => [c, map[c] as T]);
-  const rest = Object.keys(map)
-    .filter((k) => !classes.includes(k) && map[k] !== undefined)
-    .sort()
-    .map((k): [string, T] => [k, map[k] as T]);
-  return [...known, ...rest];
-}
-
-// ---- paired rows -------------------------------------------------------------------------------
-
-/** The paired rows of a cell by kind, each group in the analysis's reading order (overall, segments with the protected first, marginal strata). */
-export function sortPaired(rows: readonly Row[]): { overall: Row[]; segments: Row[]; marginals: Row[] } {
-  return {
-    overall: rows.filter((r) => r.kind === 'overall'),
-    segments: rows.filter((r) => r.kind === 'segment'),
-    marginals: rows.filter((r) => r.kind === 'marginal'),
-  };
 }
