@@ -45,7 +45,7 @@ run_aiperf() {
   local t0; t0=$(kvt_ms)
   .tools/aiperf/bin/aiperf profile --model "$KVT_MODEL_NAME" --url "${KVT_URL[f16]}" \
     --endpoint-type chat --streaming --tokenizer "$KVT_TOKENIZER_ID" \
-    --request-count "$REQUESTS" --concurrency 2 \
+    --request-count "$REQUESTS" --concurrency 1 \
     --synthetic-input-tokens-mean 64 --synthetic-input-tokens-stddev 0 \
     --output-tokens-mean 16 --extra-inputs ignore_eos:true --random-seed 7 \
     --ui none --no-gpu-telemetry --no-server-metrics \
@@ -69,7 +69,10 @@ ok = [r for r in prof if not r.get("error")]
 ttft = [r["metrics"]["time_to_first_token"]["value"] for r in ok if "time_to_first_token" in r["metrics"]]
 assert all(r["metrics"]["time_to_first_token"]["unit"] == "ms" for r in ok if "time_to_first_token" in r["metrics"])
 print(f"RECORDS={len(recs)} PROFILING={len(prof)} ERRORED={len(errored)}")
-print(f"SUMMARY_COUNT={int(summary['request_count']['avg'])}")
+# request_count counts the successful requests; errors are counted apart (a live server may
+# drop a connection: the import must keep that request as an error, not lose it).
+errors = summary.get("error_request_count") or {}
+print(f"SUMMARY_COUNT={int(summary['request_count']['avg'])} SUMMARY_ERRORS={int(errors.get('avg') or 0)}")
 print(f"SUMMARY_TTFT={summary['time_to_first_token']['avg']!r} RECORD_TTFT={sum(ttft) / len(ttft)!r}")
 print(f"AIPERF_VERSION={summary['aiperf_version']}")
 EOF
@@ -79,8 +82,11 @@ EOF
 }
 check "profile_export.jsonl and profile_export_aiperf.json written and parsed" export_ok
 # No warm-up: every record is a profiling record, so the file, the summary and the import agree.
-summary_ok() { [ "${RECORDS:-x}" = "$REQUESTS" ] && [ "${PROFILING:-y}" = "$RECORDS" ] && [ "${SUMMARY_COUNT:-z}" = "$RECORDS" ]; }
-check "AIPerf wrote $REQUESTS profiling records and its summary's request_count says the same" summary_ok
+summary_ok() {
+  [ "${RECORDS:-x}" = "$REQUESTS" ] && [ "${PROFILING:-y}" = "$RECORDS" ] &&
+    [ $(( ${SUMMARY_COUNT:-0} + ${SUMMARY_ERRORS:-0} )) = "$RECORDS" ] && [ "${SUMMARY_ERRORS:-z}" = "${ERRORED:-w}" ]
+}
+check "AIPerf wrote $REQUESTS profiling records; its summary's request_count and error_request_count add up to them" summary_ok
 
 # A relative KVGATE_BIN is taken from the repository root.
 case $KVGATE_BIN in /*) ;; */*) KVGATE_BIN=$PWD/$KVGATE_BIN ;; esac
