@@ -83,7 +83,7 @@ beforeEach(() => {
   });
   ipcMock.onImportProgress.mockResolvedValue(() => {});
   ipcMock.onFileDrag.mockResolvedValue(() => {});
-  ipcMock.reviewQueue.mockResolvedValue({ study_id: study.id, seed: 's', pairs: [], disagreements: {}, labelled: 0 });
+  ipcMock.reviewQueue.mockResolvedValue({ study_id: study.id, seed: 's', pairs: [], disagreements: {}, disagreements_total: 0, labelled: 0 });
   ipcMock.verifyAudit.mockResolvedValue({ study_id: study.id, events: 0, intact: true, chain_break: null, tampered: [] });
   ipcMock.checklist.mockRejectedValue({
     code: 'policy_not_locked',

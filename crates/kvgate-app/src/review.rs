@@ -87,6 +87,8 @@ pub struct ReviewQueue {
     /// Disagreements per candidate over the whole study (before the filter).
     #[ts(type = "Record<string, number>")]
     pub disagreements: BTreeMap<String, u64>,
+    /// Disagreements of every candidate together.
+    pub disagreements_total: u64,
     pub labelled: u64,
 }
 
@@ -227,6 +229,7 @@ impl App {
                 seed,
                 pairs: Vec::new(),
                 disagreements: BTreeMap::new(),
+                disagreements_total: 0,
                 labelled: labels.len() as u64,
             });
         };
@@ -334,6 +337,7 @@ impl App {
             study_id,
             seed,
             pairs,
+            disagreements_total: disagreements.values().sum(),
             disagreements,
             labelled: labels.len() as u64,
         })

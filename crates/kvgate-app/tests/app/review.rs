@@ -318,6 +318,7 @@ async fn real_llamacpp_disagreements_are_the_queue() {
         .await
         .unwrap();
     assert_eq!(queue.disagreements["Q8"], 3);
+    assert_eq!(queue.disagreements_total, 3, "every candidate together");
     let mut items: Vec<&str> = queue.pairs.iter().map(|p| p.item_id.as_str()).collect();
     items.sort();
     assert_eq!(

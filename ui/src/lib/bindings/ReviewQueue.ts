@@ -12,4 +12,8 @@ seed: string, pairs: Array<ReviewPair>,
 /**
  * Disagreements per candidate over the whole study (before the filter).
  */
-disagreements: Record<string, number>, labelled: number, };
+disagreements: Record<string, number>, 
+/**
+ * Disagreements of every candidate together.
+ */
+disagreements_total: number, labelled: number, };

@@ -86,7 +86,7 @@ function pair(n: number, over: Partial<Pair> = {}): Pair {
 }
 
 function queue(pairs: Pair[], over: Partial<ReviewQueue> = {}): ReviewQueue {
-  return { study_id: 7, seed: 'seed-1', pairs, disagreements: { C1: 0, Q8: pairs.length }, labelled: 0, ...over };
+  return { study_id: 7, seed: 'seed-1', pairs, disagreements: { C1: 0, Q8: pairs.length }, disagreements_total: pairs.length, labelled: 0, ...over };
 }
 
 const intact: AuditReport = { study_id: 7, events: 0, intact: true, chain_break: null, tampered: [] };
