@@ -210,41 +210,42 @@ fn corrupt(
     }
 }
 
+/// A word column of `runs` read back as its enum; any other word is a corrupt row, named.
+fn enum_column<T>(
+    row: &SqliteRow,
+    id: i64,
+    column: &'static str,
+    expected: &'static str,
+    parse: fn(&str) -> Option<T>,
+) -> Result<T, StoreError> {
+    let word: String = row.try_get(column)?;
+    parse(&word).ok_or_else(|| corrupt("runs", id, column, expected, &word))
+}
+
 fn run_from_row(row: &SqliteRow) -> Result<RunRecord, StoreError> {
     let id: i64 = row.try_get("id")?;
-    let kind: String = row.try_get("kind")?;
-    let kind = RunKind::parse(&kind)
-        .ok_or_else(|| corrupt("runs", id, "kind", "quality or load", &kind))?;
-    let state: String = row.try_get("state")?;
-    let state = RunState::parse(&state).ok_or_else(|| {
-        corrupt(
-            "runs",
-            id,
-            "state",
-            "running, completed, cancelled, interrupted or failed",
-            &state,
-        )
-    })?;
-    let provenance: String = row.try_get("provenance")?;
-    let provenance = RunProvenance::parse(&provenance).ok_or_else(|| {
-        corrupt(
-            "runs",
-            id,
-            "provenance",
-            "recorded, imported or synthetic_demo",
-            &provenance,
-        )
-    })?;
-    let granularity: String = row.try_get("granularity")?;
-    let granularity = Granularity::parse(&granularity).ok_or_else(|| {
-        corrupt(
-            "runs",
-            id,
-            "granularity",
-            "per_request, aggregate or evidence",
-            &granularity,
-        )
-    })?;
+    let kind = enum_column(row, id, "kind", "quality or load", RunKind::parse)?;
+    let state = enum_column(
+        row,
+        id,
+        "state",
+        "running, completed, cancelled, interrupted or failed",
+        RunState::parse,
+    )?;
+    let provenance = enum_column(
+        row,
+        id,
+        "provenance",
+        "recorded, imported or synthetic_demo",
+        RunProvenance::parse,
+    )?;
+    let granularity = enum_column(
+        row,
+        id,
+        "granularity",
+        "per_request, aggregate or evidence",
+        Granularity::parse,
+    )?;
     Ok(RunRecord {
         id,
         study_id: row.try_get("study_id")?,
