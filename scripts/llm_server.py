@@ -2,7 +2,7 @@
 
 Prints one JSON line {"event":"ready",...} on stdout once /health answers 200, then blocks until
 SIGTERM/SIGINT and exits 0. llama.cpp's startup log (the KV-cache evidence) goes to --log.
-Spec: ../shared/REAL-LLM.md. Run it with the venv made by scripts/llm-setup.sh.
+Run it with the venv made by scripts/llm-setup.sh (`make llm`).
 """
 import argparse, hashlib, json, os, signal, sys, threading, time, urllib.request
 

@@ -739,7 +739,7 @@ INFO 08-12 10:00:09 [kv_cache_utils.py:874] Maximum concurrency for 16,384 token
     }
 
     // Synthetic lines reproducing what real logs of vLLM 0.10 … 0.29 and llama.cpp wrote
-    // (`../shared/realdata/field/`, read by the formats tests where present).
+    // (the public field files the formats tests read, `tests/import/field.rs`).
 
     #[test]
     fn every_backend_wording_vllm_printed_is_read() {

@@ -12,7 +12,8 @@ const AGGREGATES_ONLY: &str = "aggregates only: this report holds no per-request
                                not recomputed";
 
 /// The real inference-perf results of the KubeCon NA 2025 demo (kept beside the repository,
-/// never in it), or a visible skip where `../shared` is absent.
+/// never in it), or the visible line "skipped: shared field data not present" where `../shared`
+/// is absent.
 fn realdata(test: &str) -> Option<PathBuf> {
     shared_data(test, "inference-perf-kubecon-na-2025")
 }
