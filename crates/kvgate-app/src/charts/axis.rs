@@ -28,6 +28,16 @@ impl Scale {
     }
 }
 
+/// The top of a value axis that starts at 0: the largest value drawn with `pad` head room
+/// (1.1 = 10 %), or 1 when nothing positive is drawn, so an empty chart still has an axis.
+pub fn upper(max: f64, pad: f64) -> f64 {
+    if max > 0.0 && max.is_finite() {
+        max * pad
+    } else {
+        1.0
+    }
+}
+
 /// About `count` round tick values covering [lo, hi] (steps of 1, 2 or 5 × 10^k).
 pub fn nice_ticks(lo: f64, hi: f64, count: usize) -> Vec<f64> {
     if !lo.is_finite() || !hi.is_finite() {
@@ -122,6 +132,14 @@ mod tests {
         let y = Scale::new((0.0, 10.0), (200.0, 0.0));
         assert_eq!((y.at(0.0), y.at(10.0)), (200.0, 0.0));
         assert_eq!(Scale::new((5.0, 5.0), (0.0, 100.0)).at(5.0), 50.0);
+    }
+
+    #[test]
+    fn a_value_axis_tops_the_largest_value_or_is_one_when_nothing_is_drawn() {
+        assert!((upper(2.0, 1.1) - 2.2).abs() < 1e-12);
+        assert_eq!(upper(0.0, 1.1), 1.0);
+        assert_eq!(upper(f64::NAN, 1.1), 1.0);
+        assert_eq!(upper(f64::INFINITY, 1.1), 1.0);
     }
 
     #[test]

@@ -3,8 +3,8 @@
 //! without the figure or without offered requests is listed, never plotted at 0.
 
 use super::axis::{self, Scale};
-use super::svg::{self, Anchor, Frame, Svg, MUTED, TEXT};
-use super::{cell_names, description, provenance, text, CapacityAxis, ChartMark, Drawn, NotDrawn};
+use super::svg::{self, Anchor, Svg, MUTED, TEXT};
+use super::{cell_names, text, CapacityAxis, ChartMark, Drawn, NotDrawn};
 use crate::analysis::StudyAnalysis;
 
 const WIDTH: f64 = 640.0;
@@ -59,12 +59,7 @@ pub(super) fn draw(a: &StudyAnalysis, axis_kind: CapacityAxis) -> Drawn {
             why: why.to_owned(),
         });
     }
-    let x_hi = points.iter().map(|p| p.1).fold(0.0, f64::max);
-    let x_hi = if points.is_empty() || x_hi <= 0.0 {
-        1.0
-    } else {
-        x_hi * 1.1
-    };
+    let x_hi = axis::upper(points.iter().map(|p| p.1).fold(0.0, f64::max), 1.1);
     let (left, right) = (56.0, WIDTH - 16.0);
     let top = svg::HEADER + 24.0;
     let bottom = top + PLOT_HEIGHT;
@@ -131,18 +126,8 @@ pub(super) fn draw(a: &StudyAnalysis, axis_kind: CapacityAxis) -> Drawn {
     let note = "Accepted answers of every offered request: refusals, failures, timeouts and \
                 unfinished requests stay in the denominator."
         .to_owned();
-    let desc = description(a, &note, &marks, &not_drawn);
     Drawn {
-        svg: svg::document(
-            &Frame {
-                width: WIDTH,
-                height,
-                title: &title,
-                desc: &desc,
-                provenance: provenance(a),
-            },
-            body,
-        ),
+        body,
         id: format!("capacity-{}", axis_kind.slug()),
         title,
         choice: axis_kind.label().to_owned(),

@@ -3,10 +3,10 @@
 //! without a distribution is listed, not drawn; invalid cells are left out (no score).
 
 use super::axis::{self, Scale};
-use super::svg::{self, Anchor, Frame, Svg, Swatch, MUTED};
+use super::svg::{self, Anchor, Svg, Swatch, MUTED};
 use kvgate_core::analysis::CellAnalysis;
 
-use super::{cell_names, description, provenance, text, CdfMetric, ChartMark, Drawn, NotDrawn};
+use super::{cell_names, text, CdfMetric, ChartMark, Drawn, NotDrawn};
 use crate::analysis::StudyAnalysis;
 
 const WIDTH: f64 = 640.0;
@@ -27,7 +27,7 @@ pub(super) fn draw(a: &StudyAnalysis, class: &str, metric: CdfMetric) -> Drawn {
         .copied()
         .filter(|v| v.is_finite())
         .fold(0.0, f64::max);
-    let hi = if max > 0.0 { max * 1.05 } else { 1.0 };
+    let hi = axis::upper(max, 1.05);
     let (left, right) = (56.0, WIDTH - 16.0);
     let top = svg::HEADER + 12.0;
     let bottom = top + PLOT_HEIGHT;
@@ -106,18 +106,8 @@ pub(super) fn draw(a: &StudyAnalysis, class: &str, metric: CdfMetric) -> Drawn {
         metric.latency().label()
     );
     let note = "Share of the class's completed requests at or below each latency.".to_owned();
-    let desc = description(a, &note, &marks, &not_drawn);
     Drawn {
-        svg: svg::document(
-            &Frame {
-                width: WIDTH,
-                height,
-                title: &title,
-                desc: &desc,
-                provenance: provenance(a),
-            },
-            body,
-        ),
+        body,
         id: format!("latency-cdf-{class}-{}", metric.latency().slug()),
         title,
         choice: metric.latency().label().to_owned(),

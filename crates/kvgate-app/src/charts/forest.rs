@@ -7,8 +7,8 @@ use kvgate_core::analysis::{reading_order, PairedRow, StratumKind};
 use kvgate_core::stats::PairedVerdict;
 
 use super::axis::{self, Scale};
-use super::svg::{self, Anchor, Frame, Svg, Swatch, DANGER, MUTED, OK, TEXT, WARN};
-use super::{description, forest_candidates, provenance, text, ChartMark, Drawn};
+use super::svg::{self, Anchor, Svg, Swatch, DANGER, MUTED, OK, TEXT, WARN};
+use super::{forest_candidates, text, ChartMark, Drawn};
 use crate::analysis::StudyAnalysis;
 
 const ROW: f64 = 22.0;
@@ -224,18 +224,8 @@ pub(super) fn draw(a: &StudyAnalysis, only: Option<&str>, marginals: bool) -> Dr
     let note = "Dot: Δ accepted share (candidate − B0); line: its interval; red: −margin, the \
                 allowable regression; colour: the verdict. Δ < 0 means the candidate accepted fewer."
         .to_owned();
-    let desc = description(a, &note, &marks, &[]);
     Drawn {
-        svg: svg::document(
-            &Frame {
-                width,
-                height,
-                title: &title,
-                desc: &desc,
-                provenance: provenance(a),
-            },
-            body,
-        ),
+        body,
         id,
         title,
         choice,

@@ -3,8 +3,8 @@
 //! an absent mean is written "absent", never drawn at 0.
 
 use super::axis::{self, Scale};
-use super::svg::{self, Anchor, Frame, Svg, Swatch, DANGER, MUTED, TEXT};
-use super::{description, provenance, text, ChartMark, Drawn, NotDrawn};
+use super::svg::{self, Anchor, Svg, Swatch, DANGER, MUTED, TEXT};
+use super::{text, ChartMark, Drawn, NotDrawn};
 use crate::analysis::StudyAnalysis;
 
 const WIDTH: f64 = 640.0;
@@ -28,7 +28,7 @@ pub(super) fn draw(a: &StudyAnalysis) -> Drawn {
         .flat_map(|g| [g.repeats.mean, g.repeats.ci_high])
         .flatten()
         .fold(0.0, f64::max);
-    let hi = if max > 0.0 { max * 1.1 } else { 1.0 };
+    let hi = axis::upper(max, 1.1);
     let width = WIDTH.max(68.0 + cells.len() as f64 * 72.0);
     let (left, right) = (56.0, width - 12.0);
     let top = svg::HEADER + 26.0;
@@ -160,18 +160,8 @@ pub(super) fn draw(a: &StudyAnalysis) -> Drawn {
     let note = "Bars: the mean over runs; whiskers: the 95% repeat interval. Pale dashed bars are \
                 SLO-only: those runs had no verdicts, so answer quality was not counted."
         .to_owned();
-    let desc = description(a, &note, &marks, &not_drawn);
     Drawn {
-        svg: svg::document(
-            &Frame {
-                width,
-                height,
-                title: &title,
-                desc: &desc,
-                provenance: provenance(a),
-            },
-            body,
-        ),
+        body,
         id: "goodput".to_owned(),
         title,
         choice: "useful goodput".to_owned(),

@@ -6,8 +6,8 @@ use kvgate_core::analysis::ClassLatency;
 use kvgate_core::stats::Percentiles;
 
 use super::axis::{self, Scale};
-use super::svg::{self, Anchor, Frame, Svg, Swatch, MUTED, TEXT};
-use super::{cell_names, description, provenance, text, ChartMark, Drawn, LatencyMetric, NotDrawn};
+use super::svg::{self, Anchor, Svg, Swatch, MUTED, TEXT};
+use super::{cell_names, text, ChartMark, Drawn, LatencyMetric, NotDrawn};
 use crate::analysis::StudyAnalysis;
 
 const WIDTH: f64 = 640.0;
@@ -45,7 +45,7 @@ pub(super) fn draw(a: &StudyAnalysis, metric: LatencyMetric) -> Drawn {
         })
         .flatten()
         .fold(0.0, f64::max);
-    let hi = if max > 0.0 { max * 1.05 } else { 1.0 };
+    let hi = axis::upper(max, 1.05);
     let label_width = shown
         .iter()
         .map(|k| svg::text_width(k, svg::BODY))
@@ -182,18 +182,8 @@ pub(super) fn draw(a: &StudyAnalysis, metric: LatencyMetric) -> Drawn {
     let note = "Circle p50, square p90, diamond p99; one line per cell within each class. A \
                 percentile not measured is not drawn, never shown as 0."
         .to_owned();
-    let desc = description(a, &note, &marks, &not_drawn);
     Drawn {
-        svg: svg::document(
-            &Frame {
-                width,
-                height,
-                title: &title,
-                desc: &desc,
-                provenance: provenance(a),
-            },
-            body,
-        ),
+        body,
         id: format!("latency-{}", metric.slug()),
         title,
         choice: metric.label().to_owned(),

@@ -169,12 +169,13 @@ pub struct StudyCharts {
     pub capacity: Vec<Chart>,
 }
 
-/// What a chart module returns; [`render`] completes it.
+/// What a chart module returns: its drawing and what it says in words; [`render`] frames it
+/// as one SVG document (title, description of every mark, provenance).
 struct Drawn {
     id: String,
     title: String,
     choice: String,
-    svg: String,
+    body: svg::Svg,
     width: f64,
     height: f64,
     marks: Vec<ChartMark>,
@@ -229,12 +230,23 @@ pub fn render(a: &StudyAnalysis, spec: &ChartSpec) -> Chart {
         ChartSpec::Cdf { class, metric } => cdf::draw(a, class, *metric),
         ChartSpec::Capacity { axis } => capacity::draw(a, *axis),
     };
+    let desc = description(a, &d.note, &d.marks, &d.not_drawn);
+    let svg = svg::document(
+        &svg::Frame {
+            width: d.width,
+            height: d.height,
+            title: &d.title,
+            desc: &desc,
+            provenance: provenance(a),
+        },
+        d.body,
+    );
     Chart {
         spec: spec.clone(),
         id: d.id,
         title: d.title,
         choice: d.choice,
-        svg: d.svg,
+        svg,
         width: d.width.round() as u32,
         height: d.height.round() as u32,
         marks: d.marks,
