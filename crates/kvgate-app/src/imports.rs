@@ -517,10 +517,13 @@ fn evidence_rows(manifest: &Manifest, run: &ParsedRun, scrapes: &[ReadScrape]) -
     let mut other = Vec::new();
     for e in &run.evidence {
         match EvidenceKind::parse(&e.kind) {
+            // Read once by the parser; a log it did not read is read here.
             Some(EvidenceKind::StartupLog) => set.startup_log(
                 e.source_name.clone(),
                 e.text.clone(),
-                &parse_startup_log(&e.text),
+                &e.startup
+                    .clone()
+                    .unwrap_or_else(|| parse_startup_log(&e.text)),
             ),
             _ => other.push(RunEvidence {
                 kind: e.kind.clone(),

@@ -181,6 +181,7 @@ pub fn parse(
         kind: "startup_log".to_owned(),
         source_name: source.file.clone(),
         text,
+        startup: Some(evidence),
     });
     import.runs.push(run);
     Ok(import)

@@ -197,6 +197,8 @@ pub struct ParsedEvidence {
     pub kind: String,
     pub source_name: String,
     pub text: String,
+    /// What was recognised in a startup log, read once by the parser.
+    pub startup: Option<crate::startup_log::StartupEvidence>,
 }
 
 /// One run (or one stage of a staged benchmark) read from a file.
