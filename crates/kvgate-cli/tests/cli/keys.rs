@@ -62,11 +62,19 @@ impl SecretService {
             dbus,
             keyring,
         };
-        // Ready when the Secret Service answers a search.
+        // Ready when KV Gate's own keyring access answers: a search alone can succeed before
+        // the daemon has created its login collection (the default alias), and a lookup made
+        // then fails with "no result found".
+        let probe_db = service.home.path().join("data/probe.sqlite");
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
-            let out = service.secret_tool(&["search", "service", "nothing-here"]);
-            if out.status.success() || Instant::now() > deadline {
+            let out = kvgate_in(
+                &service.env(),
+                &probe_db,
+                &["endpoint", "key", "status", "--url", "http://127.0.0.1:9"],
+                None,
+            );
+            if stdout(&out).contains("the OS keyring answers") || Instant::now() > deadline {
                 break;
             }
             std::thread::sleep(Duration::from_millis(100));

@@ -553,7 +553,10 @@ fn prom_idle(p: &ParsedImport) {
 fn evidence(p: &ParsedImport) -> StartupEvidence {
     let run = one(p);
     assert_eq!(run.granularity, Granularity::Evidence);
-    let read = run.evidence[0].startup.clone().expect("read once by the parser");
+    let read = run.evidence[0]
+        .startup
+        .clone()
+        .expect("read once by the parser");
     assert_eq!(read, parse_startup_log(&run.evidence[0].text));
     read
 }
