@@ -2,8 +2,8 @@
 //! (vLLM 0.6 … 0.29 bench results and startup logs, GuideLLM, AIPerf, llama.cpp, Prometheus
 //! scrapes, lm-evaluation-harness and Inspect AI logs; provenance in its SOURCES.md). They are
 //! public data kept beside the repository, never copied into it: where `../shared` is absent
-//! (a user's clone) the table is skipped with the visible line "skipped: shared field data not
-//! present" (`shared_data`).
+//! (a user's clone) the table is skipped with a visible line (`shared_data`):
+//! "skipped: shared field data not present".
 //!
 //! The table is the written-down meaning of "right": each row names the file, the format it is
 //! imported as, what it gives in words, and the check. Figures were computed independently from
