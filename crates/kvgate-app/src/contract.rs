@@ -92,6 +92,9 @@ pub fn write_bindings(dir: &Path) -> Result<(), String> {
     one::<crate::packet::PacketExportInput>(&cfg)?;
     one::<crate::packet::PacketExport>(&cfg)?;
     one::<crate::packet::PacketView>(&cfg)?;
+    one::<crate::files::ChartFormat>(&cfg)?;
+    one::<crate::files::SavedFile>(&cfg)?;
+    one::<crate::files::PathKind>(&cfg)?;
     one::<EndpointKeyInput>(&cfg)?;
     one::<EndpointKeyStatus>(&cfg)?;
     one::<KeyStore>(&cfg)?;

@@ -12,6 +12,7 @@ pub mod contract;
 pub mod credentials;
 mod error;
 mod evidence;
+pub mod files;
 pub mod fixtures;
 pub mod imports;
 pub mod llm;

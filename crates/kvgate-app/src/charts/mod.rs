@@ -15,6 +15,7 @@ mod cdf;
 mod forest;
 mod goodput;
 mod latency;
+pub mod raster;
 mod svg;
 mod text;
 

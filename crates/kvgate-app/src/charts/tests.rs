@@ -384,3 +384,73 @@ fn text_from_the_study_is_escaped_everywhere_it_is_drawn() {
         assert!(c.svg.contains("&lt;script&gt;"), "{}", c.id);
     }
 }
+
+/// A PNG's pixels (RGBA), size and UTF-8 text chunks.
+fn decode_png(bytes: &[u8]) -> (Vec<u8>, u32, u32, Vec<(String, String)>) {
+    let mut reader = png::Decoder::new(std::io::Cursor::new(bytes))
+        .read_info()
+        .unwrap();
+    let mut pixels = vec![0; reader.output_buffer_size().unwrap()];
+    let frame = reader.next_frame(&mut pixels).unwrap();
+    assert_eq!(frame.color_type, png::ColorType::Rgba);
+    let text = reader
+        .info()
+        .utf8_text
+        .iter()
+        .map(|c| (c.keyword.clone(), c.get_text().unwrap()))
+        .collect();
+    (pixels, frame.width, frame.height, text)
+}
+
+/// How many pixels of the region (in PNG pixels) are as dark as the chart's text.
+fn dark_pixels(
+    pixels: &[u8],
+    width: u32,
+    x: std::ops::Range<u32>,
+    y: std::ops::Range<u32>,
+) -> usize {
+    y.flat_map(|row| x.clone().map(move |col| ((row * width + col) * 4) as usize))
+        .filter(|&i| pixels[i] < 90 && pixels[i + 1] < 90 && pixels[i + 2] < 90)
+        .count()
+}
+
+#[test]
+fn a_png_is_the_chart_drawn_at_twice_its_size_with_its_text_and_its_title() {
+    let a = analysis(json!({}));
+    let chart = render(&a, &ChartSpec::Goodput);
+    let bytes = raster::png(&chart.svg).unwrap();
+    assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n"));
+    let (pixels, w, h, text) = decode_png(&bytes);
+    assert_eq!((w, h), (chart.width * 2, chart.height * 2));
+    let title = text.iter().find(|(k, _)| k == "Title").map(|(_, t)| t);
+    assert_eq!(title, Some(&chart.title));
+    let desc = text.iter().find(|(k, _)| k == "Description").unwrap();
+    assert!(desc.1.ends_with("Data: synthetic demo."), "{}", desc.1);
+    // The heading is drawn in the band above the plot: text, so a font was found and used.
+    let heading = dark_pixels(&pixels, w, 0..w / 2, 0..(svg::HEADER as u32 * 2));
+    assert!(heading > 200, "heading pixels drawn: {heading}");
+    // The paper is white where nothing is drawn (the top-left corner).
+    assert_eq!(&pixels[..4], &[255, 255, 255, 255]);
+}
+
+#[test]
+fn a_png_draws_nothing_from_outside_its_document() {
+    // A red picture beside it, referenced by path: the saved PNG never reads another file.
+    let dir = tempfile::tempdir().unwrap();
+    let red = dir.path().join("red.svg");
+    std::fs::write(
+        &red,
+        r##"<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="10" height="10" fill="#ff0000"/></svg>"##,
+    )
+    .unwrap();
+    let svg = format!(
+        r##"<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><title>t</title><desc>d</desc><rect width="10" height="10" fill="#ffffff"/><image href="{}" width="10" height="10"/></svg>"##,
+        red.display()
+    );
+    let (pixels, ..) = decode_png(&raster::png(&svg).unwrap());
+    assert!(pixels.chunks(4).all(|p| p == [255, 255, 255, 255]));
+    assert!(matches!(
+        raster::png("<svg"),
+        Err(raster::RasterError::Svg(_))
+    ));
+}

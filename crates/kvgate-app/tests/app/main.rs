@@ -3,6 +3,7 @@
 mod analysis;
 mod answer_server;
 mod contract;
+mod files;
 mod imports;
 mod manifests;
 mod packet;
