@@ -38,6 +38,15 @@ pub enum PacketCommand {
     },
 }
 
+/// "33 files listed in index.json": how export and verify both count a packet's files (index.json
+/// names the rest and is not listed in itself).
+fn listed(n: u64) -> String {
+    format!(
+        "{n} {} listed in index.json",
+        if n == 1 { "file" } else { "files" }
+    )
+}
+
 pub async fn run(app: &App, cmd: PacketCommand) -> Result<Outcome, AppError> {
     match cmd {
         PacketCommand::Export {
@@ -61,9 +70,8 @@ pub async fn run(app: &App, cmd: PacketCommand) -> Result<Outcome, AppError> {
             } else {
                 let bytes: u64 = export.files.iter().map(|f| f.size).sum();
                 println!(
-                    "exported {} files ({} bytes) to {}; index.json sha256 {}",
-                    export.files.len(),
-                    bytes,
+                    "exported {} ({bytes} bytes) and index.json itself to {}; index.json sha256 {}",
+                    listed(export.files.len() as u64),
                     export.out,
                     export.index_sha256
                 );
@@ -78,7 +86,15 @@ pub async fn run(app: &App, cmd: PacketCommand) -> Result<Outcome, AppError> {
             if json {
                 print_json(&v)?;
             } else if v.verified {
-                println!("verified: {} files match index.json", v.files_checked);
+                let matches = if v.files_checked == 1 {
+                    "matches its"
+                } else {
+                    "match their"
+                };
+                println!(
+                    "verified: {} {matches} sha256 and size",
+                    listed(v.files_checked)
+                );
             } else {
                 if let Some(p) = &v.problem {
                     println!("not verified: {p}");

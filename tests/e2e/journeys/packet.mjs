@@ -50,14 +50,18 @@ export const journeys = [
       assert(/^[0-9a-f]{64}$/.test(sha), `index sha256 shown: ${sha}`);
       assert((await s.findAll('[data-testid="packet-warning"]')).length === 0, 'nothing left out of the packet');
       const files = await s.script('return [...document.querySelectorAll(\'[data-testid="packet-file"]\')].map((r) => r.dataset.path);');
-      for (const f of ['index.json', 'report.html', 'trace/arrivals.csv', 'results/paired.parquet', 'charts/paired-delta.svg']) {
+      for (const f of ['report.html', 'trace/arrivals.csv', 'results/paired.parquet', 'charts/paired-delta.svg']) {
         assert(files.includes(f), `${f} listed: ${files}`);
       }
+      // The window counts what index.json lists, as `kvgate packet verify` does.
+      assert(!files.includes('index.json'), `index.json is not listed in itself: ${files}`);
+      const totals = (await s.text('[data-testid="packet-totals"]')).trim();
+      assert(totals.startsWith(`${files.length} files listed in index.json, `), `totals: ${totals}`);
       await ctx.screenshot(s, 'packet-exported');
 
       // The CLI verifies what the app wrote, and its index is the one shown.
       const ok = ctx.kvgateStatus(['packet', 'verify', out]);
-      assert(ok.code === 0 && ok.out.startsWith('verified: '), `verify: ${ok.code} ${ok.out}`);
+      assert(ok.code === 0 && ok.out.startsWith(`verified: ${files.length} files listed in index.json match`), `verify: ${ok.code} ${ok.out}`);
       const index = readFileSync(join(out, 'index.json'));
       const { createHash } = await import('node:crypto');
       assert(createHash('sha256').update(index).digest('hex') === sha, 'the shown sha256 is that of index.json');

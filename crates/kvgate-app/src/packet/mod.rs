@@ -73,6 +73,8 @@ pub struct PacketExport {
     pub zip: bool,
     /// sha256 of `index.json`: names the whole packet.
     pub index_sha256: String,
+    /// The files `index.json` lists, as it lists them: every file of the packet but
+    /// `index.json` itself, so an export and a verification count the same files.
     pub files: Vec<PacketFile>,
     /// The representative items included.
     pub representative: Vec<String>,
@@ -85,6 +87,7 @@ pub struct PacketExport {
 pub struct PacketVerification {
     pub target: String,
     pub verified: bool,
+    /// The files `index.json` lists that were found and hashed (`index.json` itself is not one).
     pub files_checked: u64,
     /// Files whose bytes differ from the index (path, with expected and found digests).
     pub modified: Vec<String>,
@@ -621,17 +624,11 @@ impl App {
             // Moved: nothing is left to remove.
             let _ = staging.keep();
         }
-        let mut listed = index.files.clone();
-        listed.push(PacketFile {
-            path: INDEX_FILE.to_owned(),
-            sha256: index_sha256.clone(),
-            size: index_bytes.len() as u64,
-        });
         Ok(PacketExport {
             out: out.display().to_string(),
             zip: input.zip,
             index_sha256,
-            files: listed,
+            files: index.files,
             representative,
             warnings,
         })

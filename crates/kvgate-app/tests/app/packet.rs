@@ -77,7 +77,6 @@ async fn a_packet_lists_every_file_exports_identically_and_verify_names_each_cha
     let e = app.export_packet(export(sid, &first, false)).await.unwrap();
     let paths: BTreeSet<&str> = e.files.iter().map(|f| f.path.as_str()).collect();
     for expected in [
-        "index.json",
         "report.html",
         "manifests/B0.json",
         "manifests/Q8.json",
@@ -109,6 +108,13 @@ async fn a_packet_lists_every_file_exports_identically_and_verify_names_each_cha
     let index: PacketIndex =
         serde_json::from_slice(&std::fs::read(first.join("index.json")).unwrap()).unwrap();
     assert_eq!(index.files.len() + 1, tree(&first).len());
+    // The export lists what index.json lists, and verification checks as many.
+    assert_eq!(e.files, index.files);
+    assert!(!paths.contains("index.json"));
+    assert_eq!(
+        e.index_sha256,
+        kvgate_core::canonical::sha256_hex(&std::fs::read(first.join("index.json")).unwrap())
+    );
     for f in &index.files {
         let bytes = std::fs::read(first.join(&f.path)).unwrap();
         assert_eq!(f.size, bytes.len() as u64);

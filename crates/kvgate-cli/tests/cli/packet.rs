@@ -2,6 +2,15 @@
 
 use crate::{cpu_study, import_demo_runs, kvgate, lock_demo_policy, repo, stderr, stdout};
 
+/// How many files are under `dir`, at any depth.
+fn walk(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .map(|p| if p.is_dir() { walk(&p) } else { 1 })
+        .sum()
+}
+
 #[test]
 fn export_then_verify_and_a_changed_byte_is_named() {
     let dir = tempfile::tempdir().unwrap();
@@ -34,11 +43,27 @@ fn export_then_verify_and_a_changed_byte_is_named() {
     };
     let out = export(&packet, false);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(stdout(&out).starts_with("exported "), "{}", stdout(&out));
     assert!(stderr(&out).is_empty(), "no warning: {}", stderr(&out));
+    // Export and verify count the same files in the same words: the files index.json lists,
+    // every file on disk but index.json itself.
+    let on_disk = walk(&packet);
+    let listed = format!("{} files listed in index.json", on_disk - 1);
+    assert!(
+        stdout(&out).starts_with(&format!("exported {listed} (")),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        stdout(&out).contains(" and index.json itself to "),
+        "{}",
+        stdout(&out)
+    );
     let out = kvgate(&db, &["packet", "verify", packet.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
-    assert!(stdout(&out).starts_with("verified: "), "{}", stdout(&out));
+    assert_eq!(
+        stdout(&out).trim_end(),
+        format!("verified: {listed} match their sha256 and size")
+    );
 
     let zip = dir.path().join("packet.zip");
     assert!(export(&zip, true).status.success());

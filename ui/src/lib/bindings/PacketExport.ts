@@ -8,7 +8,12 @@ export type PacketExport = { out: string, zip: boolean,
 /**
  * sha256 of `index.json`: names the whole packet.
  */
-index_sha256: string, files: Array<PacketFile>, 
+index_sha256: string, 
+/**
+ * The files `index.json` lists, as it lists them: every file of the packet but
+ * `index.json` itself, so an export and a verification count the same files.
+ */
+files: Array<PacketFile>, 
 /**
  * The representative items included.
  */

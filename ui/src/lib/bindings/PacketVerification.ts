@@ -3,7 +3,11 @@
 /**
  * What verifying a packet found.
  */
-export type PacketVerification = { target: string, verified: boolean, files_checked: number, 
+export type PacketVerification = { target: string, verified: boolean, 
+/**
+ * The files `index.json` lists that were found and hashed (`index.json` itself is not one).
+ */
+files_checked: number, 
 /**
  * Files whose bytes differ from the index (path, with expected and found digests).
  */

@@ -80,7 +80,7 @@ describe('Packet screen', () => {
     const result = await screen.findByTestId('packet-result');
     expect(screen.getByTestId('packet-index-sha').textContent).toBe(INDEX_SHA);
     expect(within(result).getByTestId('packet-result-out').textContent).toBe('/tmp/packets/fp8-review');
-    expect(screen.getByTestId('packet-totals').textContent).toBe('3 files, 57.05 KiB');
+    expect(screen.getByTestId('packet-totals').textContent).toBe('3 files listed in index.json, 57.05 KiB');
     expect(screen.getByTestId('packet-totals').getAttribute('title')).toBe('58,417 bytes');
     expect(screen.getByTestId('packet-representative').textContent).toBe('2');
     expect(screen.getAllByTestId('packet-warning').map((w) => w.textContent)).toEqual([
@@ -149,7 +149,7 @@ describe('Packet screen', () => {
 
     const v = await screen.findByTestId('packet-verification');
     expect(v.dataset['verified']).toBe('true');
-    expect(screen.getByTestId('packet-verification-summary').textContent).toBe('verified: 14 files match index.json');
+    expect(screen.getByTestId('packet-verification-summary').textContent).toBe('verified: 14 files listed in index.json match their sha256 and size');
     expect(screen.queryByTestId('packet-modified')).toBeNull();
     expect(screen.queryByTestId('packet-report-unverified')).toBeNull();
 

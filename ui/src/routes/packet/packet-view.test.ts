@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { exported, verification } from './packet-fixture';
 import { formatBytes, formatExactBytes } from '$lib/format';
-import { itemsHint, packetTotals, parseItemIds, totalsText, verificationSummary } from './packet-view';
+import { itemsHint, listedFiles, packetTotals, parseItemIds, totalsText, verificationSummary } from './packet-view';
 
 describe('parseItemIds', () => {
   it('splits on commas and line breaks, trims and drops empties', () => {
@@ -37,17 +37,23 @@ describe('packetTotals', () => {
   });
 
   it('reads in binary units, every byte kept for a title', () => {
-    expect(totalsText({ files: 3, bytes: 58_417 })).toBe('3 files, 57.05 KiB');
-    expect(totalsText({ files: 1, bytes: 12 })).toBe('1 file, 12 B');
+    expect(totalsText({ files: 3, bytes: 58_417 })).toBe('3 files listed in index.json, 57.05 KiB');
+    expect(totalsText({ files: 1, bytes: 12 })).toBe('1 file listed in index.json, 12 B');
     expect(formatBytes(1_048_576)).toBe('1.00 MiB');
     expect(formatExactBytes(58_417)).toBe('58,417 bytes');
   });
 });
 
 describe('verificationSummary', () => {
-  it('says how many files match the index when verified', () => {
-    expect(verificationSummary(verification({ files_checked: 14 }))).toBe('verified: 14 files match index.json');
-    expect(verificationSummary(verification({ files_checked: 1 }))).toBe('verified: 1 file matches index.json');
+  it('says how many files match the index when verified, in the words the export counts them', () => {
+    expect(verificationSummary(verification({ files_checked: 14 }))).toBe(
+      'verified: 14 files listed in index.json match their sha256 and size',
+    );
+    expect(verificationSummary(verification({ files_checked: 1 }))).toBe(
+      'verified: 1 file listed in index.json matches its sha256 and size',
+    );
+    expect(totalsText({ files: 14, bytes: 1 })).toContain(listedFiles(14));
+    expect(verificationSummary(verification({ files_checked: 14 }))).toContain(listedFiles(14));
   });
 
   it('counts what differs when not verified', () => {

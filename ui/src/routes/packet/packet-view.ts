@@ -34,9 +34,17 @@ export function packetTotals(files: readonly PacketFile[]): PacketTotals {
   return { files: files.length, bytes: files.reduce((sum, f) => sum + f.size, 0) };
 }
 
-/** "3 files, 57.05 KiB". */
+/**
+ * "33 files listed in index.json": how an export and a verification count a packet's files, in
+ * the words of `kvgate packet export` and `verify` (index.json names the rest, not itself).
+ */
+export function listedFiles(n: number): string {
+  return `${formatCount(n)} ${n === 1 ? 'file' : 'files'} listed in index.json`;
+}
+
+/** "3 files listed in index.json, 57.05 KiB". */
 export function totalsText(t: PacketTotals): string {
-  return `${formatCount(t.files)} ${t.files === 1 ? 'file' : 'files'}, ${formatBytes(t.bytes)}`;
+  return `${listedFiles(t.files)}, ${formatBytes(t.bytes)}`;
 }
 
 function count(n: number, what: string): string {
@@ -45,8 +53,10 @@ function count(n: number, what: string): string {
 
 /** One line saying whether the packet matches its index.json, and if not, how. */
 export function verificationSummary(v: PacketVerification): string {
-  const files = `${v.files_checked} ${v.files_checked === 1 ? 'file matches' : 'files match'}`;
-  if (v.verified) return `verified: ${files} index.json`;
+  if (v.verified) {
+    const match = v.files_checked === 1 ? 'matches its' : 'match their';
+    return `verified: ${listedFiles(v.files_checked)} ${match} sha256 and size`;
+  }
   if (v.problem !== null && v.modified.length + v.missing.length + v.unexpected.length === 0) {
     return 'not verified: the index could not be read';
   }
