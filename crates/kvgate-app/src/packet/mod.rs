@@ -786,6 +786,48 @@ fn verify_files(target: &Path, files: &mut BTreeMap<String, Vec<u8>>) -> PacketV
     v
 }
 
+impl App {
+    /// The report of a verified packet as a file a browser may open: the packet's own
+    /// `report.html` for a folder, a copy beside the workspace database (under
+    /// `packet-reports/<sha256 of index.json>/`) for a zip. Refused unless every file matches
+    /// the index: an unverified report is read in the window only, without scripts.
+    pub fn packet_report_file(&self, target: &Path) -> Result<PathBuf, AppError> {
+        let mut files = read_packet(target).map_err(invalid)?;
+        let index_sha256 = files.get(INDEX_FILE).map(|b| sha256_hex(b));
+        let report = files.get("report.html").cloned();
+        let verification = verify_files(target, &mut files);
+        if !verification.verified {
+            return Err(AppError::new(
+                ErrorCode::Conflict,
+                format!(
+                    "{}: the packet does not match its index.json, so its report opens only in \
+                     this window, without scripts (Verify and open)",
+                    target.display()
+                ),
+            ));
+        }
+        let (Some(report), Some(index_sha256)) = (report, index_sha256) else {
+            return Err(AppError::new(
+                ErrorCode::NotFound,
+                format!("{}: the packet holds no report.html", target.display()),
+            ));
+        };
+        if target.is_dir() {
+            return Ok(target.join("report.html"));
+        }
+        let dir = self
+            .db_path
+            .parent()
+            .unwrap_or(Path::new("."))
+            .join("packet-reports")
+            .join(index_sha256);
+        std::fs::create_dir_all(&dir).map_err(|e| io(&dir, "cannot create the folder", e))?;
+        let path = dir.join("report.html");
+        crate::files::save_file(&path, &report)?;
+        Ok(path)
+    }
+}
+
 /// A packet opened for reading in the app: its verification and, when it is a packet at all,
 /// its report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]

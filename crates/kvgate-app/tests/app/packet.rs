@@ -336,3 +336,51 @@ async fn the_report_is_self_contained_labels_the_stand_in_and_reads_back_from_th
     assert!(view.report_html.is_none());
     assert!(view.verification.problem.is_some());
 }
+
+#[tokio::test]
+async fn only_a_verified_packet_s_report_is_given_to_the_browser() {
+    let dir = tempfile::tempdir().unwrap();
+    let (app, sid) = demo(&dir).await;
+    let folder = dir.path().join("packet");
+    let zip = dir.path().join("packet.zip");
+    app.export_packet(export(sid, &folder, false))
+        .await
+        .unwrap();
+    let e = app.export_packet(export(sid, &zip, true)).await.unwrap();
+
+    // A folder: its own report.html.
+    assert_eq!(
+        app.packet_report_file(&folder).unwrap(),
+        folder.join("report.html")
+    );
+    // A zip: the verified bytes, copied beside the workspace database under the packet's name.
+    let copy = app.packet_report_file(&zip).unwrap();
+    assert_eq!(
+        copy,
+        dir.path()
+            .join("packet-reports")
+            .join(&e.index_sha256)
+            .join("report.html")
+    );
+    assert_eq!(
+        std::fs::read(&copy).unwrap(),
+        std::fs::read(folder.join("report.html")).unwrap()
+    );
+
+    // One changed byte in the report: refused, and nothing is handed on.
+    let report = folder.join("report.html");
+    let mut bytes = std::fs::read(&report).unwrap();
+    bytes[0] ^= 1;
+    std::fs::write(&report, bytes).unwrap();
+    let err = app.packet_report_file(&folder).unwrap_err();
+    assert_eq!(err.code, ErrorCode::Conflict);
+    assert!(
+        err.message.contains("does not match its index.json"),
+        "{}",
+        err.message
+    );
+    let err = app
+        .packet_report_file(&dir.path().join("nothing"))
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::InvalidInput);
+}
