@@ -56,6 +56,12 @@ fn main() {
         "set_endpoint_key",
         "endpoint_key_status",
         "forget_endpoint_key",
+        "export_chart",
+        "export_run_file",
+        "choose_packet_out",
+        "choose_path",
+        "show_in_folder",
+        "open_packet_report",
     ]);
     tauri_build::try_build(tauri_build::Attributes::new().app_manifest(manifest))
         .expect("tauri build script failed");

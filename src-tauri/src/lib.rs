@@ -10,6 +10,8 @@ mod commands;
 
 use std::path::PathBuf;
 
+pub use commands::files::{SaveDialogs, SAVE_DIR_ENV};
+
 use kvgate_app::{App, DbLocation, DB_ENV};
 use tauri::{Builder, Runtime};
 
@@ -27,13 +29,31 @@ pub fn is_app_url(url: &tauri::Url) -> bool {
     }
 }
 
-/// Registers the service layer and every command on a builder (the real one or the test mock).
+/// Registers the service layer and every command on a builder (the real one or the test mock);
+/// save dialogs are answered as `$KVGATE_E2E_SAVE_DIR` says ([`SaveDialogs::from_env`]).
 pub fn build_app<R: Runtime>(builder: Builder<R>, app: App) -> Builder<R> {
+    build_app_with(builder, app, SaveDialogs::from_env())
+}
+
+/// [`build_app`] with the save dialogs answered as given.
+pub fn build_app_with<R: Runtime>(
+    builder: Builder<R>,
+    app: App,
+    dialogs: SaveDialogs,
+) -> Builder<R> {
     let navigation_guard = tauri::plugin::Builder::<R>::new("kvgate-navigation")
         .on_navigation(|_webview, url| is_app_url(url))
         .build();
     builder
         .plugin(navigation_guard)
+        // Used by the commands only: the capability grants the webview none of their commands.
+        .plugin(tauri_plugin_dialog::init())
+        .plugin(
+            tauri_plugin_opener::Builder::new()
+                .open_js_links_on_click(false)
+                .build(),
+        )
+        .manage(dialogs)
         .manage(app)
         .manage(commands::weights::WeightsJob::default())
         .invoke_handler(tauri::generate_handler![
@@ -91,6 +111,12 @@ pub fn build_app<R: Runtime>(builder: Builder<R>, app: App) -> Builder<R> {
             commands::endpoint::set_endpoint_key,
             commands::endpoint::endpoint_key_status,
             commands::endpoint::forget_endpoint_key,
+            commands::files::export_chart,
+            commands::files::export_run_file,
+            commands::files::choose_packet_out,
+            commands::files::choose_path,
+            commands::files::show_in_folder,
+            commands::files::open_packet_report,
         ])
 }
 

@@ -182,6 +182,28 @@ impl App {
         })
     }
 
+    /// The name a packet of the study is offered under in a save dialog. Refused while the study
+    /// has no locked policy, as the export would be, so the refusal comes before the dialog.
+    pub async fn packet_save_name(&self, study_id: i64, zip: bool) -> Result<String, AppError> {
+        let study = self
+            .store
+            .study(study_id)
+            .await?
+            .ok_or_else(|| AppError::not_found(format!("no study with id {study_id}")))?;
+        if self.policy_status(study_id).await?.current.is_none() {
+            return Err(AppError::new(
+                ErrorCode::PolicyNotLocked,
+                format!(
+                    "study `{}` has no locked acceptance policy: the packet records the results \
+                     against it, so there is nothing to export until the service owner locks one \
+                     (Policy screen, or `kvgate policy lock`)",
+                    study.name
+                ),
+            ));
+        }
+        Ok(packet_file_name(&study.name, zip))
+    }
+
     /// A finished run as its `kvgate-run` file (what `kvgate run export` writes), ready to save.
     pub async fn run_file(&self, run_id: i64) -> Result<FileToSave, AppError> {
         let text = self.export_run(run_id).await?;

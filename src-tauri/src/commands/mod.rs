@@ -3,6 +3,7 @@
 pub mod analysis;
 pub mod app;
 pub mod endpoint;
+pub mod files;
 pub mod fixtures;
 pub mod imports;
 pub mod manifests;

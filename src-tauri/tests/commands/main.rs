@@ -2,6 +2,7 @@
 //! path (argument decoding, the app's capabilities, the service layer, a real SQLite file).
 
 use kvgate_app::{App, DbLocation};
+use kvgate_desktop::SaveDialogs;
 use serde_json::{json, Value};
 use tauri::ipc::{CallbackFn, InvokeBody};
 use tauri::test::{mock_builder, MockRuntime, INVOKE_KEY};
@@ -12,17 +13,26 @@ struct Harness {
     _dir: tempfile::TempDir,
     _app: tauri::App<MockRuntime>,
     window: WebviewWindow<MockRuntime>,
+    /// Where the save dialogs answer: the suggested file name in this folder.
+    saved: std::path::PathBuf,
 }
 
-/// The real app configuration (window label, capabilities, CSP) on the mock runtime.
+/// The real app configuration (window label, capabilities, CSP) on the mock runtime; only the
+/// save dialog's answer is given (the suggested name in `saved`), as in an automated window.
 fn harness() -> Harness {
     let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("saved");
+    std::fs::create_dir(&saved).unwrap();
     let service =
         tauri::async_runtime::block_on(App::open(DbLocation::Path(dir.path().join("ws.sqlite"))))
             .unwrap();
-    let app = kvgate_desktop::build_app(mock_builder(), service)
-        .build(tauri::generate_context!())
-        .unwrap();
+    let app = kvgate_desktop::build_app_with(
+        mock_builder(),
+        service,
+        SaveDialogs::AnswerIn(saved.clone()),
+    )
+    .build(tauri::generate_context!())
+    .unwrap();
     let window = tauri::WebviewWindowBuilder::new(&app, "main", Default::default())
         .build()
         .unwrap();
@@ -30,6 +40,7 @@ fn harness() -> Harness {
         _dir: dir,
         _app: app,
         window,
+        saved,
     }
 }
 
@@ -346,6 +357,16 @@ fn import_sniff_preview_commit_list_and_refuse_a_second_time() {
     assert_eq!(err["code"], "not_found");
     let err = invoke(&h, "sniff_import_format", json!({"path": "/no/such/file"})).unwrap_err();
     assert_eq!(err["code"], "invalid_input");
+
+    // The run saved through the save dialog: its kvgate-run file, under the suggested name.
+    let run_id = runs[0]["id"].as_i64().unwrap();
+    let saved = invoke(&h, "export_run_file", json!({"runId": run_id})).unwrap();
+    let path = h.saved.join(format!("run-{run_id}-b0.kvgate-run.jsonl"));
+    assert_eq!(saved["path"], path.display().to_string());
+    let text = std::fs::read_to_string(&path).unwrap();
+    let header = text.lines().next().unwrap();
+    assert!(header.contains("\"format\":\"kvgate-run\""), "{header}");
+    assert_eq!(saved["size"], text.len());
 }
 
 #[test]
@@ -567,4 +588,147 @@ fn the_window_shows_only_the_apps_own_pages() {
     for url in refused {
         assert!(!kvgate_desktop::is_app_url(&url.parse().unwrap()), "{url}");
     }
+}
+
+#[test]
+fn a_chart_saved_through_the_save_dialog_is_the_chart_shown() {
+    let h = harness();
+    let study = invoke(
+        &h,
+        "create_study",
+        json!({"input": {"name": "Chart export"}}),
+    )
+    .unwrap();
+    let sid = study["id"].clone();
+    let goodput = json!({"chart": "goodput"});
+    // Refused before any dialog while results are hidden; nothing is written.
+    let refused = invoke(
+        &h,
+        "export_chart",
+        json!({"studyId": sid, "spec": goodput, "format": "svg"}),
+    )
+    .unwrap_err();
+    assert_eq!(refused["code"], "policy_not_locked");
+    let refused = invoke(
+        &h,
+        "choose_packet_out",
+        json!({"studyId": sid, "zip": true}),
+    )
+    .unwrap_err();
+    assert_eq!(refused["code"], "policy_not_locked");
+    assert_eq!(std::fs::read_dir(&h.saved).unwrap().count(), 0);
+
+    let policy = include_str!("../../../fixtures/policies/demo-cpu.json");
+    invoke(
+        &h,
+        "lock_policy",
+        json!({"input": {"study_id": sid, "policy_json": policy, "locked_by": "owner"}}),
+    )
+    .unwrap();
+    let shown = invoke(&h, "study_results", json!({"studyId": sid})).unwrap();
+    let saved = invoke(
+        &h,
+        "export_chart",
+        json!({"studyId": sid, "spec": goodput, "format": "svg"}),
+    )
+    .unwrap();
+    let path = h.saved.join("chart-export_goodput.svg");
+    assert_eq!(saved["path"], path.display().to_string());
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        shown["charts"]["goodput"]["svg"].as_str().unwrap()
+    );
+    let saved = invoke(
+        &h,
+        "export_chart",
+        json!({"studyId": sid, "spec": {"chart": "latency", "metric": "ttft"}, "format": "png"}),
+    )
+    .unwrap();
+    let png = std::fs::read(h.saved.join("chart-export_latency-ttft.png")).unwrap();
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"));
+    assert_eq!(saved["size"], png.len());
+
+    // The packet's place is asked for; the export stays the Export button's.
+    let out = invoke(
+        &h,
+        "choose_packet_out",
+        json!({"studyId": sid, "zip": true}),
+    )
+    .unwrap();
+    assert_eq!(
+        out,
+        json!(h
+            .saved
+            .join("chart-export-packet.zip")
+            .display()
+            .to_string())
+    );
+    let out = invoke(
+        &h,
+        "choose_packet_out",
+        json!({"studyId": sid, "zip": false}),
+    )
+    .unwrap();
+    assert_eq!(
+        out,
+        json!(h.saved.join("chart-export-packet").display().to_string())
+    );
+    assert!(!h.saved.join("chart-export-packet").exists());
+}
+
+#[test]
+fn the_plugins_commands_are_not_granted_to_the_webview() {
+    let h = harness();
+    for cmd in [
+        "plugin:dialog|open",
+        "plugin:dialog|save",
+        "plugin:dialog|message",
+        "plugin:opener|open_url",
+        "plugin:opener|open_path",
+        "plugin:opener|reveal_item_in_dir",
+    ] {
+        let err = invoke(&h, cmd, json!({"path": "/", "url": "https://example.org"})).unwrap_err();
+        assert!(err.to_string().contains("not allowed"), "{cmd}: {err}");
+    }
+}
+
+#[test]
+fn save_dialogs_are_answered_without_a_person_only_in_an_automated_window() {
+    use std::ffi::OsString;
+    let dir = || Some(OsString::from("/tmp/saved"));
+    let yes = || Some(OsString::from("true"));
+    assert_eq!(
+        SaveDialogs::from_vars(yes(), dir()),
+        SaveDialogs::AnswerIn("/tmp/saved".into())
+    );
+    assert_eq!(SaveDialogs::from_vars(None, dir()), SaveDialogs::Native);
+    assert_eq!(
+        SaveDialogs::from_vars(Some(OsString::from("1")), dir()),
+        SaveDialogs::Native
+    );
+    assert_eq!(SaveDialogs::from_vars(yes(), None), SaveDialogs::Native);
+    assert_eq!(
+        SaveDialogs::from_vars(yes(), Some(OsString::new())),
+        SaveDialogs::Native
+    );
+}
+
+#[test]
+fn a_packet_report_opens_in_the_browser_only_when_the_packet_verifies() {
+    let h = harness();
+    let dir = tempfile::tempdir().unwrap();
+    // Not a packet: refused before any browser is asked.
+    let err = invoke(
+        &h,
+        "open_packet_report",
+        json!({"target": dir.path().display().to_string()}),
+    )
+    .unwrap_err();
+    assert_eq!(err["code"], "invalid_input");
+    let err = invoke(&h, "show_in_folder", json!({"path": "/no/such/file"})).unwrap_err();
+    assert_eq!(err["code"], "internal");
+    assert!(
+        err["message"].as_str().unwrap().contains("/no/such/file"),
+        "{err}"
+    );
 }

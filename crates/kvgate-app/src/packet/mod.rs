@@ -796,6 +796,9 @@ impl App {
         let index_sha256 = files.get(INDEX_FILE).map(|b| sha256_hex(b));
         let report = files.get("report.html").cloned();
         let verification = verify_files(target, &mut files);
+        if let Some(problem) = verification.problem {
+            return Err(invalid(format!("not a packet: {problem}")));
+        }
         if !verification.verified {
             return Err(AppError::new(
                 ErrorCode::Conflict,

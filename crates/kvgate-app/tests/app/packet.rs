@@ -383,4 +383,12 @@ async fn only_a_verified_packet_s_report_is_given_to_the_browser() {
         .packet_report_file(&dir.path().join("nothing"))
         .unwrap_err();
     assert_eq!(err.code, ErrorCode::InvalidInput);
+    // A folder with no index.json is not a packet at all.
+    let err = app
+        .packet_report_file(&dir.path().join("packet-reports"))
+        .unwrap_err();
+    assert!(err.message.contains("not a packet: "), "{}", err.message);
+    // A folder with no index.json is not a packet at all.
+    let err = app.packet_report_file(dir.path().join("packet-reports").as_path());
+    assert!(err.unwrap_err().message.contains("not a packet: "));
 }
