@@ -2,6 +2,8 @@
 import { invoke, type InvokeArgs } from '@tauri-apps/api/core';
 import { listen } from '@tauri-apps/api/event';
 import { getCurrentWebview } from '@tauri-apps/api/webview';
+import type { ChartFormat } from '$lib/bindings/ChartFormat';
+import type { ChartSpec } from '$lib/bindings/ChartSpec';
 import type { CheckpointComparison } from '$lib/bindings/CheckpointComparison';
 import type { CheckpointDigest } from '$lib/bindings/CheckpointDigest';
 import type { WeightsProgress } from '$lib/bindings/WeightsProgress';
@@ -36,6 +38,7 @@ import type { PacketExportInput } from '$lib/bindings/PacketExportInput';
 import type { PacketVerification } from '$lib/bindings/PacketVerification';
 import type { PacketView } from '$lib/bindings/PacketView';
 import type { PairsPlan } from '$lib/bindings/PairsPlan';
+import type { PathKind } from '$lib/bindings/PathKind';
 import type { PolicyProblem } from '$lib/bindings/PolicyProblem';
 import type { PolicyStatus } from '$lib/bindings/PolicyStatus';
 import type { QualityRunInput } from '$lib/bindings/QualityRunInput';
@@ -48,6 +51,7 @@ import type { ReviewQueue } from '$lib/bindings/ReviewQueue';
 import type { RunDetail } from '$lib/bindings/RunDetail';
 import type { RunEvent } from '$lib/bindings/RunEvent';
 import type { RunSummary } from '$lib/bindings/RunSummary';
+import type { SavedFile } from '$lib/bindings/SavedFile';
 import type { StoredManifest } from '$lib/bindings/StoredManifest';
 import type { Study } from '$lib/bindings/Study';
 import type { StudyAnalysis } from '$lib/bindings/StudyAnalysis';
@@ -271,3 +275,30 @@ export const verifyPacket = (target: string): Promise<PacketVerification> => cal
 
 /** Verifies a packet and reads its report.html as stored, for display; never rejects. */
 export const openPacket = (target: string): Promise<PacketView> => call('open_packet', { target });
+
+/** Saves one chart of the study where the person chooses in the native save dialog: the SVG the
+ * Results screen shows, or that SVG drawn as a PNG by the backend. Resolves to the file written,
+ * or null when the dialog was cancelled; rejects (`policy_not_locked`) before any dialog while
+ * results are hidden. */
+export const exportChart = (studyId: number, spec: ChartSpec, format: ChartFormat): Promise<SavedFile | null> =>
+  call('export_chart', { studyId, spec, format });
+
+/** Saves a finished run as its kvgate-run file where the person chooses; null when cancelled. */
+export const exportRunFile = (runId: number): Promise<SavedFile | null> => call('export_run_file', { runId });
+
+/** Asks in the native save dialog where the study's packet goes (a new folder, or a .zip file);
+ * the path, or null when cancelled. Nothing is written: the export is `exportPacket`'s. Rejects
+ * (`policy_not_locked`) before any dialog while the study has no locked policy. */
+export const choosePacketOut = (studyId: number, zip: boolean): Promise<string | null> =>
+  call('choose_packet_out', { studyId, zip });
+
+/** The native open dialog that fits a path field (a folder or a file, with its filters); the
+ * chosen path, or null when cancelled. */
+export const choosePath = (kind: PathKind): Promise<string | null> => call('choose_path', { kind });
+
+/** Shows a saved file or folder in the system's file manager. */
+export const showInFolder = (path: string): Promise<null> => call('show_in_folder', { path });
+
+/** Opens the report of a verified packet in the system browser; resolves to the file opened.
+ * Rejects (conflict) when the packet does not match its index: that report is read in the window only. */
+export const openPacketReport = (target: string): Promise<string> => call('open_packet_report', { target });

@@ -17,7 +17,11 @@ import {
   createStudy,
   deleteManifestDraft,
   deriveCandidate,
+  choosePacketOut,
+  choosePath,
+  exportChart,
   exportPacket,
+  exportRunFile,
   diffManifests,
   endpointKeyStatus,
   forgetEndpointKey,
@@ -33,6 +37,7 @@ import {
   manifestVocabulary,
   openCorpus,
   openPacket,
+  openPacketReport,
   onFileDrag,
   onImportProgress,
   onRunProgress,
@@ -45,6 +50,7 @@ import {
   runQuality,
   saveManifestDraft,
   setEndpointKey,
+  showInFolder,
   sniffImportFormat,
   startLocalServer,
   stopLocalServer,
@@ -274,6 +280,32 @@ describe('commands', () => {
       ['verify_packet', { target: '/tmp/packet.zip' }],
       ['open_packet', { target: '/tmp/packet' }],
     ]);
+  });
+
+  it('calls the file commands with the argument names the Rust commands take', async () => {
+    invokeMock.mockResolvedValue(null);
+    await exportChart(3, { chart: 'forest', cell: 'Q8', marginals: true }, 'png');
+    await exportRunFile(7);
+    await choosePacketOut(3, true);
+    await choosePath('corpus_folder');
+    await showInFolder('/tmp/chart.svg');
+    await openPacketReport('/tmp/packet.zip');
+
+    expect(invokeMock.mock.calls).toEqual([
+      ['export_chart', { studyId: 3, spec: { chart: 'forest', cell: 'Q8', marginals: true }, format: 'png' }],
+      ['export_run_file', { runId: 7 }],
+      ['choose_packet_out', { studyId: 3, zip: true }],
+      ['choose_path', { kind: 'corpus_folder' }],
+      ['show_in_folder', { path: '/tmp/chart.svg' }],
+      ['open_packet_report', { target: '/tmp/packet.zip' }],
+    ]);
+  });
+
+  it('hands a cancelled dialog over as null, and a refusal as an AppError', async () => {
+    invokeMock.mockResolvedValueOnce(null);
+    await expect(exportChart(3, { chart: 'goodput' }, 'svg')).resolves.toBeNull();
+    invokeMock.mockRejectedValueOnce({ code: 'policy_not_locked', message: 'no locked policy' });
+    await expect(choosePacketOut(3, false)).rejects.toEqual({ code: 'policy_not_locked', message: 'no locked policy' });
   });
 
   it('hands an export refusal over as an AppError', async () => {

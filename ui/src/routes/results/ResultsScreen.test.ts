@@ -5,6 +5,8 @@ import type { Study } from '$lib/bindings/Study';
 vi.mock('$lib/ipc', async (importOriginal) => ({
   ...(await importOriginal<typeof import('$lib/ipc')>()),
   studyResults: vi.fn(),
+  exportChart: vi.fn(),
+  showInFolder: vi.fn(),
 }));
 
 import * as ipc from '$lib/ipc';
@@ -202,28 +204,51 @@ describe('Results screen', () => {
     expect((within(cdf).getByTestId('chart-latency-cdf-image') as HTMLImageElement).alt).toBe('Chart latency-cdf-long-ttft');
   });
 
-  it('exports the very SVG it shows, named after the study and the chart', async () => {
+  it('saves a chart through the backend, as the chart shown, and shows where it went', async () => {
     ipcMock.studyResults.mockResolvedValue(resultsOf());
+    const path = '/home/owner/charts/fp8-kv-demo_goodput.svg';
+    ipcMock.exportChart.mockResolvedValue({ path, size: 58_417, sha256: 'a'.repeat(64) });
+    ipcMock.showInFolder.mockResolvedValue(null);
     setup();
     await screen.findByTestId('results-header');
-    const blobs: Blob[] = [];
-    const createObjectURL = vi.fn((blob: Blob) => {
-      blobs.push(blob);
-      return 'blob:chart';
-    });
-    Object.assign(URL, { createObjectURL, revokeObjectURL: vi.fn() });
-    const clicked: HTMLAnchorElement[] = [];
-    const click = vi.spyOn(HTMLAnchorElement.prototype, 'click').mockImplementation(function (this: HTMLAnchorElement) {
-      clicked.push(this);
-    });
-    await fireEvent.click(screen.getByTestId('chart-goodput-export-svg'));
-    expect(clicked[0]?.download).toBe('fp8-kv-demo_goodput.svg');
-    expect(blobs[0]?.type).toBe('image/svg+xml');
-    const text = await blobs[0]!.text();
-    expect(text).toBe(charts().goodput.svg);
-    expect(text).toContain('<title');
-    expect(text).toContain('Data: synthetic demo');
-    click.mockRestore();
+    const goodput = screen.getByTestId('chart-goodput');
+    expect(within(goodput).getByTestId('chart-goodput-export-svg').textContent).toBe('Export SVG…');
+    await fireEvent.click(within(goodput).getByTestId('chart-goodput-export-svg'));
+    // The backend draws the chart of this spec again and asks where to save it.
+    expect(ipcMock.exportChart).toHaveBeenCalledWith(analysis().study_id, charts().goodput.spec, 'svg');
+    const saved = await within(goodput).findByTestId('chart-goodput-saved');
+    expect(saved.textContent).toContain('SVG saved to');
+    expect(within(saved).getByTestId('chart-goodput-saved-path').textContent).toBe(path);
+    expect(saved.textContent).toContain('57.05 KiB');
+    await fireEvent.click(within(saved).getByTestId('chart-goodput-saved-show'));
+    expect(ipcMock.showInFolder).toHaveBeenCalledWith(path);
+  });
+
+  it('saves the chart the controls show, as PNG too', async () => {
+    ipcMock.studyResults.mockResolvedValue(resultsOf());
+    ipcMock.exportChart.mockResolvedValue({ path: '/tmp/x.png', size: 10, sha256: 'b'.repeat(64) });
+    setup();
+    await screen.findByTestId('results-header');
+    const latency = screen.getByTestId('chart-latency');
+    await fireEvent.change(within(latency).getByTestId('chart-latency-metric'), { target: { value: '2' } });
+    await fireEvent.click(within(latency).getByTestId('chart-latency-export-png'));
+    expect(ipcMock.exportChart).toHaveBeenCalledWith(analysis().study_id, charts().latency[2]!.spec, 'png');
+    expect((await within(latency).findByTestId('chart-latency-saved')).textContent).toContain('PNG saved to');
+  });
+
+  it('shows nothing saved when the dialog is cancelled, and a refusal as an error', async () => {
+    ipcMock.studyResults.mockResolvedValue(resultsOf());
+    ipcMock.exportChart.mockResolvedValueOnce(null);
+    setup();
+    await screen.findByTestId('results-header');
+    await fireEvent.click(screen.getByTestId('chart-goodput-export-png'));
+    expect(ipcMock.exportChart).toHaveBeenCalledTimes(1);
+    await vi.waitFor(() => expect(screen.getByTestId('chart-goodput-export-png').hasAttribute('disabled')).toBe(false));
+    expect(screen.queryByTestId('chart-goodput-saved')).toBeNull();
+    ipcMock.exportChart.mockRejectedValueOnce({ code: 'internal', message: 'no font is installed to draw the chart' });
+    await fireEvent.click(screen.getByTestId('chart-goodput-export-png'));
+    expect((await screen.findByTestId('chart-goodput-export-error')).textContent).toContain('no font is installed');
+    expect(screen.queryByTestId('chart-goodput-saved')).toBeNull();
   });
 
   it('lists a cell a chart leaves out, saying why, and draws only the others', async () => {
