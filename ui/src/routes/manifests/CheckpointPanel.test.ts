@@ -6,6 +6,7 @@ const ipcMock = vi.hoisted(() => ({
   digestWeights: vi.fn(),
   cancelWeightsDigest: vi.fn(),
   onWeightsProgress: vi.fn(),
+  choosePath: vi.fn(),
   toAppError: (reason: unknown) => reason,
 }));
 vi.mock('$lib/ipc', () => ipcMock);
@@ -78,5 +79,26 @@ describe('CheckpointPanel', () => {
     await fireEvent.input(screen.getByTestId('checkpoint-path'), { target: { value: '/nope' } });
     await fireEvent.click(screen.getByTestId('checkpoint-compute'));
     expect((await screen.findByTestId('checkpoint-error')).textContent).toContain('/nope');
+  });
+
+  it('takes the checkpoint from the open dialog, as a file or a folder', async () => {
+    ipcMock.choosePath.mockImplementation(async (kind: string) => (kind === 'checkpoint_file' ? '/models/c2/model.gguf' : '/models/c2'));
+    render(CheckpointPanel, { onapply: vi.fn(), disabled: false, patterns: [] });
+    const field = screen.getByTestId('checkpoint-path') as HTMLInputElement;
+    await fireEvent.click(screen.getByTestId('checkpoint-path-file'));
+    await vi.waitFor(() => expect(field.value).toBe('/models/c2/model.gguf'));
+    await fireEvent.click(screen.getByTestId('checkpoint-path-folder'));
+    await vi.waitFor(() => expect(field.value).toBe('/models/c2'));
+    expect(ipcMock.choosePath.mock.calls).toEqual([['checkpoint_file'], ['checkpoint_folder']]);
+    expect(ipcMock.digestWeights).not.toHaveBeenCalled();
+  });
+
+  it('says why the dialog could not give a path, and keeps the typed one', async () => {
+    ipcMock.choosePath.mockRejectedValue({ code: 'invalid_input', message: 'the path is not valid UTF-8; rename it or type another' });
+    render(CheckpointPanel, { onapply: vi.fn(), disabled: false, patterns: [] });
+    await fireEvent.input(screen.getByTestId('checkpoint-path'), { target: { value: '/typed' } });
+    await fireEvent.click(screen.getByTestId('checkpoint-path-folder'));
+    expect((await screen.findByTestId('checkpoint-path-folder-error')).textContent).toContain('not valid UTF-8');
+    expect((screen.getByTestId('checkpoint-path') as HTMLInputElement).value).toBe('/typed');
   });
 });

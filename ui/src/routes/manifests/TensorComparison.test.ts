@@ -5,6 +5,7 @@ const ipcMock = vi.hoisted(() => ({
   compareWeights: vi.fn(),
   cancelWeightsDigest: vi.fn(),
   onWeightsProgress: vi.fn(),
+  choosePath: vi.fn(),
   toAppError: (reason: unknown) => reason,
 }));
 vi.mock('$lib/ipc', () => ipcMock);
@@ -42,5 +43,15 @@ describe('TensorComparison', () => {
       'model.layers.3.mlp.down_proj.weightbytesaabb',
       'lm_head.weightmissingccabsent',
     ]);
+  });
+
+  it('takes each checkpoint from the open dialog', async () => {
+    ipcMock.choosePath.mockResolvedValueOnce('/models/b0').mockResolvedValueOnce('/models/c2/model.safetensors');
+    render(TensorComparison);
+    await fireEvent.click(screen.getByTestId('tensor-base-folder'));
+    await vi.waitFor(() => expect((screen.getByTestId('tensor-base') as HTMLInputElement).value).toBe('/models/b0'));
+    await fireEvent.click(screen.getByTestId('tensor-candidate-file'));
+    await vi.waitFor(() => expect((screen.getByTestId('tensor-candidate') as HTMLInputElement).value).toBe('/models/c2/model.safetensors'));
+    expect(ipcMock.choosePath.mock.calls).toEqual([['checkpoint_folder'], ['checkpoint_file']]);
   });
 });

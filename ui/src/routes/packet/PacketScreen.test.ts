@@ -7,6 +7,10 @@ vi.mock('$lib/ipc', async (importOriginal) => ({
   exportPacket: vi.fn(),
   verifyPacket: vi.fn(),
   openPacket: vi.fn(),
+  choosePacketOut: vi.fn(),
+  choosePath: vi.fn(),
+  showInFolder: vi.fn(),
+  openPacketReport: vi.fn(),
 }));
 
 import * as ipc from '$lib/ipc';
@@ -208,5 +212,83 @@ describe('Packet screen', () => {
     await fireEvent.click(screen.getByTestId('packet-verify'));
     await waitFor(() => expect(ipcMock.openPacket).toHaveBeenCalledWith('/tmp/packets/fp8-review'));
     expect(await screen.findByTestId('packet-report')).toBeTruthy();
+  });
+});
+
+describe('Packet files through the system dialogs', () => {
+  it('asks the save dialog where the packet goes, a folder or a .zip, and fills the output path', async () => {
+    ipcMock.choosePacketOut.mockResolvedValueOnce('/home/owner/fp8-kv-demo-packet');
+    setup();
+    await fireEvent.click(screen.getByTestId('packet-out-choose'));
+    expect(ipcMock.choosePacketOut).toHaveBeenCalledWith(7, false);
+    await waitFor(() => expect((screen.getByTestId('packet-out') as HTMLInputElement).value).toBe('/home/owner/fp8-kv-demo-packet'));
+    // Nothing is exported until the Export button.
+    expect(ipcMock.exportPacket).not.toHaveBeenCalled();
+    expect(exportButton().disabled).toBe(false);
+
+    await fireEvent.click(screen.getByTestId('packet-zip'));
+    ipcMock.choosePacketOut.mockResolvedValueOnce(null);
+    await fireEvent.click(screen.getByTestId('packet-out-choose'));
+    expect(ipcMock.choosePacketOut).toHaveBeenLastCalledWith(7, true);
+    // Cancelled: the path stays as it was.
+    await waitFor(() => expect((screen.getByTestId('packet-out-choose') as HTMLButtonElement).disabled).toBe(false));
+    expect((screen.getByTestId('packet-out') as HTMLInputElement).value).toBe('/home/owner/fp8-kv-demo-packet');
+  });
+
+  it('says the policy must be locked before any dialog opens', async () => {
+    ipcMock.choosePacketOut.mockRejectedValue({ code: 'policy_not_locked', message: 'study `FP8 KV demo` has no locked acceptance policy' });
+    const { onopenpolicy } = setup();
+    await fireEvent.click(screen.getByTestId('packet-out-choose'));
+    expect(await screen.findByTestId('packet-policy-not-locked')).toBeTruthy();
+    await fireEvent.click(screen.getByTestId('packet-go-policy'));
+    expect(onopenpolicy).toHaveBeenCalledTimes(1);
+  });
+
+  it('shows an exported packet in its folder', async () => {
+    ipcMock.exportPacket.mockResolvedValue(exported());
+    ipcMock.showInFolder.mockResolvedValue(null);
+    setup();
+    await typeOut('/tmp/packets/fp8-review');
+    await fireEvent.click(exportButton());
+    await screen.findByTestId('packet-result');
+    await fireEvent.click(screen.getByTestId('packet-result-show'));
+    expect(ipcMock.showInFolder).toHaveBeenCalledWith('/tmp/packets/fp8-review');
+  });
+
+  it('says when the file manager could not be opened', async () => {
+    ipcMock.exportPacket.mockResolvedValue(exported());
+    ipcMock.showInFolder.mockRejectedValue({ code: 'internal', message: 'the file manager could not show /tmp/packets/fp8-review' });
+    setup();
+    await typeOut('/tmp/packets/fp8-review');
+    await fireEvent.click(exportButton());
+    await fireEvent.click(await screen.findByTestId('packet-result-show'));
+    expect((await screen.findByTestId('packet-result-show-error')).textContent).toContain('could not show');
+  });
+
+  it('chooses the packet to verify with Browse, as a folder or a zip', async () => {
+    ipcMock.choosePath.mockImplementation(async (kind) => (kind === 'packet_zip' ? '/tmp/p.zip' : '/tmp/p'));
+    setup();
+    await fireEvent.click(screen.getByTestId('packet-target-zip'));
+    await waitFor(() => expect((screen.getByTestId('packet-target') as HTMLInputElement).value).toBe('/tmp/p.zip'));
+    await fireEvent.click(screen.getByTestId('packet-target-folder'));
+    await waitFor(() => expect((screen.getByTestId('packet-target') as HTMLInputElement).value).toBe('/tmp/p'));
+    expect(ipcMock.choosePath.mock.calls).toEqual([['packet_zip'], ['packet_folder']]);
+  });
+
+  it('opens a verified report in the system browser, and offers it only for a verified packet', async () => {
+    ipcMock.openPacket.mockResolvedValue(view({ files_checked: 14 }));
+    ipcMock.openPacketReport.mockResolvedValue('/tmp/packets/fp8-review/report.html');
+    setup();
+    await fireEvent.input(screen.getByTestId('packet-target'), { target: { value: '/tmp/packets/fp8-review' } });
+    await fireEvent.click(screen.getByTestId('packet-verify'));
+    await fireEvent.click(await screen.findByTestId('packet-report-browser'));
+    expect(ipcMock.openPacketReport).toHaveBeenCalledWith(view().verification.target);
+    expect((await screen.findByTestId('packet-report-opened')).textContent).toBe('Opened /tmp/packets/fp8-review/report.html');
+
+    ipcMock.openPacket.mockResolvedValue(view({ verified: false, modified: ['report.html: expected sha256 …'] }));
+    await fireEvent.click(screen.getByTestId('packet-verify'));
+    await waitFor(() => expect(screen.getByTestId('packet-verification').dataset['verified']).toBe('false'));
+    expect(screen.queryByTestId('packet-report-browser')).toBeNull();
+    expect(screen.queryByTestId('packet-report-opened')).toBeNull();
   });
 });

@@ -1,4 +1,4 @@
-import { exportPacket, openPacket, toAppError } from '$lib/ipc';
+import { choosePacketOut, exportPacket, openPacket, openPacketReport, toAppError } from '$lib/ipc';
 import type { AppError } from '$lib/bindings/AppError';
 import type { PacketExport } from '$lib/bindings/PacketExport';
 import type { PacketView } from '$lib/bindings/PacketView';
@@ -23,6 +23,11 @@ export class PacketModel {
   openError = $state<AppError | null>(null);
   opened = $state.raw<PacketView | null>(null);
 
+  choosingOut = $state(false);
+  /** The report file the system browser was asked to open, or why it could not be. */
+  reportOpened = $state<string | null>(null);
+  reportError = $state<AppError | null>(null);
+
   private openSeq = 0;
 
   /** What the screen calls when shown; another study clears the export form's outcome. */
@@ -45,6 +50,36 @@ export class PacketModel {
   /** True when the export was refused because the study has no locked policy. */
   get policyNotLocked(): boolean {
     return this.exportError?.code === 'policy_not_locked';
+  }
+
+  /** Asks in the native save dialog where the packet goes (a folder, or the .zip file when `zip`)
+   * and fills the output path; refusals (no locked policy) arrive here, before any export. */
+  async chooseOut(): Promise<void> {
+    const studyId = this.studyId;
+    if (studyId === null || this.choosingOut) return;
+    this.choosingOut = true;
+    this.exportError = null;
+    try {
+      const path = await choosePacketOut(studyId, this.zip);
+      if (path !== null && studyId === this.studyId) this.out = path;
+    } catch (reason) {
+      if (studyId === this.studyId) this.exportError = toAppError(reason);
+    } finally {
+      this.choosingOut = false;
+    }
+  }
+
+  /** Opens the opened packet's report in the system browser (refused unless it verified). */
+  async openReportInBrowser(): Promise<void> {
+    const target = this.opened?.verification.target;
+    if (!target) return;
+    this.reportOpened = null;
+    this.reportError = null;
+    try {
+      this.reportOpened = await openPacketReport(target);
+    } catch (reason) {
+      this.reportError = toAppError(reason);
+    }
   }
 
   /** Exports the packet; on success the verify field points at what was written. */
@@ -84,6 +119,8 @@ export class PacketModel {
     this.opening = true;
     this.openError = null;
     this.opened = null;
+    this.reportOpened = null;
+    this.reportError = null;
     try {
       const view = await openPacket(target);
       if (seq !== this.openSeq) return false;

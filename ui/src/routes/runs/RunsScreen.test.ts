@@ -30,6 +30,9 @@ vi.mock('$lib/ipc', async (importOriginal) => ({
   cancelImport: vi.fn(),
   endpointKeyStatus: vi.fn(),
   setEndpointKey: vi.fn(),
+  choosePath: vi.fn(),
+  exportRunFile: vi.fn(),
+  showInFolder: vi.fn(),
 }));
 
 import * as ipc from '$lib/ipc';
@@ -692,6 +695,67 @@ describe('Import results', () => {
     expect(screen.getByTestId('import-drop-note').textContent).toContain('2 files dropped');
     expect(ipcMock.sniffImportFormat).toHaveBeenCalledWith('/x/profile_export.jsonl');
     await screen.findByText('aiperf', { selector: '[data-testid="import-sniffed"] strong' });
+  });
+});
+
+describe('Files on the Runs screen', () => {
+  it('chooses the file to import with Browse, then sniffs it as if typed', async () => {
+    ipcMock.choosePath.mockResolvedValue('/x/benchmark.json');
+    ipcMock.sniffImportFormat.mockResolvedValue('vllm_bench');
+    setup();
+    await fireEvent.click(await screen.findByTestId('import-path-browse'));
+    expect(ipcMock.choosePath).toHaveBeenCalledWith('import_file');
+    await flush();
+    expect((screen.getByTestId('import-path') as HTMLInputElement).value).toBe('/x/benchmark.json');
+    expect(ipcMock.sniffImportFormat).toHaveBeenCalledWith('/x/benchmark.json');
+  });
+
+  it('leaves the field as it was when the dialog is cancelled', async () => {
+    ipcMock.choosePath.mockResolvedValue(null);
+    setup();
+    await fireEvent.input(await screen.findByTestId('import-path'), { target: { value: '/typed/file.json' } });
+    await fireEvent.click(screen.getByTestId('import-path-browse'));
+    await flush();
+    expect((screen.getByTestId('import-path') as HTMLInputElement).value).toBe('/typed/file.json');
+    expect(ipcMock.sniffImportFormat).not.toHaveBeenCalled();
+  });
+
+  it('chooses the corpus folder and the startup log of a run with Browse', async () => {
+    ipcMock.choosePath.mockImplementation(async (kind) => (kind === 'corpus_folder' ? '/corpora/eval-7' : '/logs/server.log'));
+    setup();
+    await fireEvent.click(await screen.findByTestId('run-corpus-browse'));
+    await fireEvent.click(screen.getByTestId('run-startup-log-browse'));
+    await flush();
+    expect(ipcMock.choosePath.mock.calls).toEqual([['corpus_folder'], ['startup_log']]);
+    expect((screen.getByTestId('run-corpus') as HTMLInputElement).value).toBe('/corpora/eval-7');
+    expect((screen.getByTestId('run-startup-log') as HTMLInputElement).value).toBe('/logs/server.log');
+  });
+
+  it('saves a finished run as its run file where the person chooses, and shows it in its folder', async () => {
+    ipcMock.listRuns.mockResolvedValue([summary(5, 'completed')]);
+    ipcMock.runDetail.mockResolvedValue(detail());
+    const path = '/home/owner/run-5-b0.kvgate-run.jsonl';
+    ipcMock.exportRunFile.mockResolvedValue({ path, size: 2048, sha256: 'c'.repeat(64) });
+    ipcMock.showInFolder.mockResolvedValue(null);
+    setup();
+    await fireEvent.click(await screen.findByTestId('run-row-open'));
+    const panel = await screen.findByTestId('run-detail');
+    await fireEvent.click(within(panel).getByTestId('run-export'));
+    expect(ipcMock.exportRunFile).toHaveBeenCalledWith(5);
+    const saved = await within(panel).findByTestId('run-export-saved');
+    expect(saved.textContent).toContain('Run file saved to');
+    expect(within(saved).getByTestId('run-export-saved-path').textContent).toBe(path);
+    await fireEvent.click(within(saved).getByTestId('run-export-saved-show'));
+    expect(ipcMock.showInFolder).toHaveBeenCalledWith(path);
+  });
+
+  it('exports a run only once it has finished', async () => {
+    ipcMock.listRuns.mockResolvedValue([summary(5, 'running')]);
+    ipcMock.runDetail.mockResolvedValue(detail({ run: { ...detail().run, state: 'running' } }));
+    setup();
+    await fireEvent.click(await screen.findByTestId('run-row-open'));
+    const panel = await screen.findByTestId('run-detail');
+    expect((within(panel).getByTestId('run-export') as HTMLButtonElement).disabled).toBe(true);
   });
 });
 
