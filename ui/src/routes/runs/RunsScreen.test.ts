@@ -701,7 +701,7 @@ describe('Import results', () => {
 describe('Files on the Runs screen', () => {
   it('chooses the file to import with Browse, then sniffs it as if typed', async () => {
     ipcMock.choosePath.mockResolvedValue('/x/benchmark.json');
-    ipcMock.sniffImportFormat.mockResolvedValue('vllm_bench');
+    ipcMock.sniffImportFormat.mockResolvedValue('aiperf');
     setup();
     await fireEvent.click(await screen.findByTestId('import-path-browse'));
     expect(ipcMock.choosePath).toHaveBeenCalledWith('import_file');
