@@ -89,9 +89,17 @@ async function startXvfb() {
   return `:${display}`;
 }
 
-async function startDriver(display, dataDir) {
+async function startDriver(display, dataDir, saveDir) {
   const port = await freePort();
-  const env = { ...process.env, DISPLAY: display, TAURI_WEBVIEW_AUTOMATION: 'true', KVGATE_DATA_DIR: dataDir };
+  // KVGATE_E2E_SAVE_DIR: the app's save dialogs answer with the suggested name in this folder
+  // (honoured only under WebDriver); the files are written by the app as a person's choice would be.
+  const env = {
+    ...process.env,
+    DISPLAY: display,
+    TAURI_WEBVIEW_AUTOMATION: 'true',
+    KVGATE_DATA_DIR: dataDir,
+    KVGATE_E2E_SAVE_DIR: saveDir,
+  };
   delete env.KVGATE_DB;
   delete env.WAYLAND_DISPLAY;
   delete env.KVGATE_API_KEY;
@@ -141,12 +149,16 @@ async function main() {
   let failed = 0;
   try {
     const display = await startXvfb();
-    const base = await startDriver(display, join(work, 'data'));
+    const saved = join(work, 'saved');
+    mkdirSync(saved);
+    const base = await startDriver(display, join(work, 'data'), saved);
     for (const journey of journeys) {
       const started = Date.now();
       const sessions = [];
       const ctx = {
         work,
+        /** Where the app's save dialogs put files (the suggested name in this folder). */
+        saved,
         db: (name) => join(work, `${name}.sqlite`),
         /** Runs the CLI (seeding data before the window opens); returns stdout, throws with stderr. */
         kvgate(args, { timeoutMs = 300000 } = {}) {

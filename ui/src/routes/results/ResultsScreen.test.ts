@@ -219,7 +219,7 @@ describe('Results screen', () => {
     const saved = await within(goodput).findByTestId('chart-goodput-saved');
     expect(saved.textContent).toContain('SVG saved to');
     expect(within(saved).getByTestId('chart-goodput-saved-path').textContent).toBe(path);
-    expect(saved.textContent).toContain('57.05 KiB');
+    expect(saved.textContent).toContain(`${path} (57.05 KiB)`);
     await fireEvent.click(within(saved).getByTestId('chart-goodput-saved-show'));
     expect(ipcMock.showInFolder).toHaveBeenCalledWith(path);
   });
