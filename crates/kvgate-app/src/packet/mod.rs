@@ -790,7 +790,8 @@ impl App {
     /// The report of a verified packet as a file a browser may open: the packet's own
     /// `report.html` for a folder, a copy beside the workspace database (under
     /// `packet-reports/<sha256 of index.json>/`) for a zip. Refused unless every file matches
-    /// the index: an unverified report is read in the window only, without scripts.
+    /// the index and the report begins with [`report::REPORT_HEAD`] (its policy forbids every
+    /// script): any other report is read in the window only, without scripts.
     pub fn packet_report_file(&self, target: &Path) -> Result<PathBuf, AppError> {
         let mut files = read_packet(target).map_err(invalid)?;
         let index_sha256 = files.get(INDEX_FILE).map(|b| sha256_hex(b));
@@ -815,6 +816,18 @@ impl App {
                 format!("{}: the packet holds no report.html", target.display()),
             ));
         };
+        // A packet verifies against an index its author wrote: only a report that opens with the
+        // policy KV Gate writes (no script, no outside load) is handed to a browser.
+        if !report.starts_with(report::REPORT_HEAD.as_bytes()) {
+            return Err(AppError::new(
+                ErrorCode::Conflict,
+                format!(
+                    "{}: its report.html does not begin as KV Gate writes it (a policy that allows \
+                     no script), so it opens only in this window, without scripts",
+                    target.display()
+                ),
+            ));
+        }
         if target.is_dir() {
             return Ok(target.join("report.html"));
         }

@@ -48,14 +48,17 @@ fn decision_line(e: &AuditEvent) -> String {
     )
 }
 
+/// How every report begins: its own policy forbids every script and every outside load, before
+/// anything else of the document, so a report read in a browser runs and fetches nothing.
+pub const REPORT_HEAD: &str = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+     <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\n";
+
 pub fn render(r: &ReportInput<'_>) -> String {
     let a = r.analysis;
-    let mut h = String::new();
+    let mut h = String::from(REPORT_HEAD);
     let _ = write!(
         h,
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\n\
-         <title>KV Gate architecture-review packet: {}</title>\n<style>\n\
+        "<title>KV Gate architecture-review packet: {}</title>\n<style>\n\
          body{{font-family:sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#111;line-height:1.4}}\n\
          table{{border-collapse:collapse;margin:.5rem 0 1rem;font-size:.85rem}}\n\
          th,td{{border:1px solid #bbb;padding:.2rem .45rem;text-align:left;vertical-align:top}}\n\

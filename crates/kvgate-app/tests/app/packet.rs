@@ -367,6 +367,36 @@ async fn only_a_verified_packet_s_report_is_given_to_the_browser() {
         std::fs::read(folder.join("report.html")).unwrap()
     );
 
+    // A packet whose author rewrote the report without KV Gate's policy, and its index to
+    // match: it verifies, yet its report is not handed to a browser.
+    let crafted = dir.path().join("crafted");
+    app.export_packet(export(sid, &crafted, false))
+        .await
+        .unwrap();
+    let html = std::fs::read_to_string(crafted.join("report.html"))
+        .unwrap()
+        .replacen("Content-Security-Policy", "X-Nothing", 1)
+        .replacen("<body>", "<body><script>alert(1)</script>", 1);
+    std::fs::write(crafted.join("report.html"), &html).unwrap();
+    let mut index: PacketIndex =
+        serde_json::from_slice(&std::fs::read(crafted.join("index.json")).unwrap()).unwrap();
+    let entry = index
+        .files
+        .iter_mut()
+        .find(|f| f.path == "report.html")
+        .unwrap();
+    entry.sha256 = kvgate_core::canonical::sha256_hex(html.as_bytes());
+    entry.size = html.len() as u64;
+    std::fs::write(
+        crafted.join("index.json"),
+        serde_json::to_vec_pretty(&index).unwrap(),
+    )
+    .unwrap();
+    assert!(verify_packet(&crafted).verified);
+    let err = app.packet_report_file(&crafted).unwrap_err();
+    assert_eq!(err.code, ErrorCode::Conflict);
+    assert!(err.message.contains("allows no script"), "{}", err.message);
+
     // One changed byte in the report: refused, and nothing is handed on.
     let report = folder.join("report.html");
     let mut bytes = std::fs::read(&report).unwrap();
