@@ -1,7 +1,9 @@
 //! The desktop shell: a Tauri 2 window over `kvgate-app`. Each command adapts one service-layer
 //! action: it takes the webview's arguments, calls `kvgate-app`, and turns a long action's
 //! progress into events; the few that keep window state hold only what cancelling needs (the
-//! hashing job's flag, the running imports and runs).
+//! hashing job's flag, the running imports and runs). The file commands open the native dialogs,
+//! the file manager and the browser themselves (dialog and opener plugins), so the webview needs
+//! no plugin command.
 //!
 //! It must not hold rules or queries of its own, must not touch the database except through
 //! `kvgate-app`, and grants the webview only the commands listed in `capabilities/`.
