@@ -7,6 +7,8 @@ fn main() {
         "create_study",
         "open_study",
         "last_opened_study",
+        "open_demo",
+        "study_progress",
         "manifest_vocabulary",
         "validate_manifest",
         "list_manifests",

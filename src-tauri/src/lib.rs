@@ -9,6 +9,7 @@
 //! `kvgate-app`, and grants the webview only the commands listed in `capabilities/`.
 
 mod commands;
+pub mod watch;
 
 use std::path::PathBuf;
 
@@ -64,6 +65,8 @@ pub fn build_app_with<R: Runtime>(
             commands::studies::create_study,
             commands::studies::open_study,
             commands::studies::last_opened_study,
+            commands::studies::open_demo,
+            commands::studies::study_progress,
             commands::manifests::manifest_vocabulary,
             commands::manifests::validate_manifest,
             commands::manifests::list_manifests,
@@ -142,14 +145,16 @@ pub fn run() -> Result<(), String> {
     let app = tauri::async_runtime::block_on(App::open(location))
         .map_err(|e| format!("cannot open the workspace database: {e}"))?;
     let servers = app.clone();
-    build_app(tauri::Builder::default(), app)
+    let watched = app.clone();
+    let built = build_app(tauri::Builder::default(), app)
         .build(tauri::generate_context!())
-        .map_err(|e| format!("the window failed: {e}"))?
-        .run(move |_, event| {
-            if let tauri::RunEvent::Exit = event {
-                // Local llama.cpp servers started from the window end with it, by PID.
-                tauri::async_runtime::block_on(servers.stop_all_local_servers());
-            }
-        });
+        .map_err(|e| format!("the window failed: {e}"))?;
+    let _watch = watch::watch_database(built.handle().clone(), watched, watch::WATCH_PERIOD);
+    built.run(move |_, event| {
+        if let tauri::RunEvent::Exit = event {
+            // Local llama.cpp servers started from the window end with it, by PID.
+            tauri::async_runtime::block_on(servers.stop_all_local_servers());
+        }
+    });
     Ok(())
 }

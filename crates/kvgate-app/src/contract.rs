@@ -11,7 +11,7 @@ use kvgate_core::fixtures::{CorpusMeta, DisjointReport, FixtureItem};
 use kvgate_core::kv_capacity::{KvBytesBreakdown, RollbackFit, TokenCapacity};
 use kvgate_core::manifest::{Finding, Manifest, ManifestProblem};
 use kvgate_core::policy::strata;
-use kvgate_core::study::{NewStudy, Provenance, Study};
+use kvgate_core::study::{NewStudy, Provenance, Study, StudyProgress};
 use kvgate_core::validator::Verdict;
 use kvgate_formats::weights::{CheckpointDigest, WeightsComparison};
 use schemars::JsonSchema;
@@ -42,6 +42,7 @@ pub fn write_bindings(dir: &Path) -> Result<(), String> {
     one::<Study>(&cfg)?;
     one::<NewStudy>(&cfg)?;
     one::<Provenance>(&cfg)?;
+    one::<StudyProgress>(&cfg)?;
     one::<Manifest>(&cfg)?;
     one::<ManifestProblem>(&cfg)?;
     one::<StoredManifest>(&cfg)?;

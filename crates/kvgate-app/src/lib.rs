@@ -51,6 +51,10 @@ pub struct AppInfo {
     pub db_is_default: bool,
 }
 
+/// See [`App::db_stamp`]: compared, never read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DbStamp([Option<(u64, Option<std::time::SystemTime>)>; 2]);
+
 /// An open workbench: the workspace database and where it lives.
 #[derive(Debug, Clone)]
 pub struct App {
@@ -104,6 +108,20 @@ impl App {
             db_path: self.db_path.display().to_string(),
             db_is_default: self.db_is_default,
         }
+    }
+
+    /// A cheap fingerprint of the database files (size and modification time of the file and
+    /// its write-ahead log): it changes when anyone commits to the database, this process or
+    /// another one (the CLI), and stays the same while everyone only reads. Two `stat` calls.
+    pub fn db_stamp(&self) -> DbStamp {
+        let mut wal = self.db_path.clone().into_os_string();
+        wal.push("-wal");
+        let stat = |p: &std::path::Path| {
+            std::fs::metadata(p)
+                .ok()
+                .map(|m| (m.len(), m.modified().ok()))
+        };
+        DbStamp([stat(&self.db_path), stat(std::path::Path::new(&wal))])
     }
 
     /// The store, for tests and tools that inspect the database directly.

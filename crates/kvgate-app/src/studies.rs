@@ -1,9 +1,14 @@
 //! User actions on studies.
 
-use kvgate_core::study::{NewStudy, Provenance, Study};
+use std::collections::BTreeSet;
+
+use kvgate_core::study::{NewStudy, ProgressCounts, Provenance, Study, StudyProgress};
 use kvgate_store::{RunProvenance, Setting};
 
-use crate::{App, AppError};
+use crate::manifests::ManifestStatus;
+use crate::review::ReviewFilter;
+use crate::{App, AppError, ErrorCode};
+use kvgate_core::checklist::SignatureState;
 
 /// The demo study seeded into the default database on first start: real recorded runs.
 pub(crate) const DEMO_STUDY_NAME: &str = "Demo: q8_0 KV cache on llama.cpp (recorded on CPU)";
@@ -83,33 +88,133 @@ impl App {
             return Ok(());
         }
         if self.store.study_by_name(DEMO_STUDY_NAME).await?.is_none() {
-            let demo = NewStudy {
-                name: DEMO_STUDY_NAME.into(),
-                description: DEMO_STUDY_DESCRIPTION.into(),
-            };
-            let study = self
-                .store
-                .insert_study(&demo, Provenance::RecordedDemo)
-                .await?;
-            for text in DEMO_MANIFESTS {
-                let draft = self.save_manifest_draft(study.id, text).await?;
-                let digest = crate::manifests::parse_valid_manifest(text, "demo manifest")?
-                    .digest()
-                    .map_err(|e| AppError::new(crate::ErrorCode::Internal, e.to_string()))?;
-                self.freeze_manifest(study.id, &draft.cell, &digest).await?;
-            }
-            self.lock_policy(crate::analysis::LockPolicyInput {
-                study_id: study.id,
-                policy_json: DEMO_POLICY.into(),
-                locked_by: "KV Gate demo seed".into(),
-            })
-            .await?;
-            for (name, text) in DEMO_RUNS {
-                self.import_run_file(study.id, name, text, RunProvenance::Recorded)
-                    .await?;
-            }
+            self.seed_demo().await?;
         }
         self.store.set_setting(Setting::DemoSeeded, "1").await?;
         Ok(())
+    }
+
+    /// Opens the recorded demo study of this database, seeding it first when the database has
+    /// none (any database, not only the default one): the "open the demo" of an empty workbench.
+    /// A demo already there is opened as it is, even renamed; a study of the user's that holds
+    /// the demo's name is never replaced (conflict).
+    pub async fn open_demo(&self) -> Result<Study, AppError> {
+        let existing = self
+            .store
+            .list_studies()
+            .await?
+            .into_iter()
+            .find(|s| s.provenance == Provenance::RecordedDemo);
+        let study = match existing {
+            Some(study) => study,
+            None => {
+                if let Some(taken) = self.store.study_by_name(DEMO_STUDY_NAME).await? {
+                    return Err(AppError::new(
+                        ErrorCode::Conflict,
+                        format!(
+                            "the demo cannot be added here: your study {:?} (id {}) already has the demo's name; open the demo in another database (--db)",
+                            taken.name, taken.id
+                        ),
+                    ));
+                }
+                let study = self.seed_demo().await?;
+                self.store.set_setting(Setting::DemoSeeded, "1").await?;
+                study
+            }
+        };
+        self.open_study(study.id).await
+    }
+
+    async fn seed_demo(&self) -> Result<Study, AppError> {
+        let demo = NewStudy {
+            name: DEMO_STUDY_NAME.into(),
+            description: DEMO_STUDY_DESCRIPTION.into(),
+        };
+        let study = self
+            .store
+            .insert_study(&demo, Provenance::RecordedDemo)
+            .await?;
+        for text in DEMO_MANIFESTS {
+            let draft = self.save_manifest_draft(study.id, text).await?;
+            let digest = crate::manifests::parse_valid_manifest(text, "demo manifest")?
+                .digest()
+                .map_err(|e| AppError::new(ErrorCode::Internal, e.to_string()))?;
+            self.freeze_manifest(study.id, &draft.cell, &digest).await?;
+        }
+        self.lock_policy(crate::analysis::LockPolicyInput {
+            study_id: study.id,
+            policy_json: DEMO_POLICY.into(),
+            locked_by: "KV Gate demo seed".into(),
+        })
+        .await?;
+        for (name, text) in DEMO_RUNS {
+            self.import_run_file(study.id, name, text, RunProvenance::Recorded)
+                .await?;
+        }
+        Ok(study)
+    }
+
+    /// Where a study stands and its next step, for the Studies screen. Reads only: the counts
+    /// come from the manifests, the policy, the runs, the review queue and, once a policy is
+    /// locked, the checklist (signatures count only while their evidence is unchanged).
+    pub async fn study_progress(&self, study_id: i64) -> Result<StudyProgress, AppError> {
+        self.store
+            .study(study_id)
+            .await?
+            .ok_or_else(|| AppError::not_found(format!("no study with id {study_id}")))?;
+        let manifests = self.list_manifests(study_id).await?;
+        let frozen: BTreeSet<&str> = manifests
+            .iter()
+            .filter(|m| m.status == ManifestStatus::Frozen)
+            .map(|m| m.cell.as_str())
+            .collect();
+        let with_results = self.store.cells_with_results(study_id).await?;
+        let policy = self.store.policy_versions(study_id).await?;
+        let policy_version = policy
+            .last()
+            .map(|p| u32::try_from(p.version).unwrap_or(u32::MAX));
+        let queue = self.review_queue(study_id, ReviewFilter::default()).await?;
+        let (checks_signed, candidates_decided) = if policy_version.is_some() {
+            let list = self.checklist(study_id).await?;
+            let signed = list
+                .checks
+                .iter()
+                .filter(|c| c.state == SignatureState::Signed)
+                .count();
+            let decided: BTreeSet<&str> = list
+                .decisions
+                .iter()
+                .map(|d| d.event.subject.as_str())
+                .filter(|c| list.candidates.iter().any(|k| k == c))
+                .collect();
+            (signed, decided.len())
+        } else {
+            (0, 0)
+        };
+        let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        Ok(ProgressCounts {
+            baseline_frozen: frozen.contains("B0"),
+            candidates_frozen: count(frozen.iter().filter(|c| **c != "B0").count()),
+            drafts: count(manifests.len() - frozen.len()),
+            policy_version,
+            cells_with_runs: count(
+                with_results
+                    .iter()
+                    .filter(|c| frozen.contains(c.as_str()))
+                    .count(),
+            ),
+            baseline_has_runs: with_results.iter().any(|c| c == "B0"),
+            disagreements: count(queue.pairs.iter().filter(|p| p.disagreement).count()),
+            disagreements_labelled: count(
+                queue
+                    .pairs
+                    .iter()
+                    .filter(|p| p.disagreement && p.label.is_some())
+                    .count(),
+            ),
+            checks_signed: count(checks_signed),
+            candidates_decided: count(candidates_decided),
+        }
+        .into_progress(study_id))
     }
 }

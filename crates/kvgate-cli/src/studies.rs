@@ -1,5 +1,5 @@
 use clap::Subcommand;
-use kvgate_app::domain::study::{NewStudy, Study};
+use kvgate_app::domain::study::{NewStudy, Study, StudyProgress, StudyStep};
 use kvgate_app::{App, AppError};
 
 use crate::print_json;
@@ -28,6 +28,20 @@ pub enum StudyCommand {
         /// Name of the study
         name: String,
         /// Print JSON instead of text
+        #[arg(long)]
+        json: bool,
+    },
+    /// Where a study stands (manifests, policy, runs, review, sign-off) and its next step
+    Progress {
+        /// Name of the study
+        name: String,
+        /// Print JSON instead of text
+        #[arg(long)]
+        json: bool,
+    },
+    /// Add the recorded demo study to this database (once) and open it
+    Demo {
+        /// Print the demo study as JSON
         #[arg(long)]
         json: bool,
     },
@@ -70,7 +84,60 @@ pub async fn run(app: &App, cmd: StudyCommand) -> Result<(), AppError> {
                 Ok(())
             }
         }
+        StudyCommand::Progress { name, json } => {
+            let study = app.study_by_name(&name).await?;
+            let progress = app.study_progress(study.id).await?;
+            if json {
+                print_json(&progress)
+            } else {
+                print_progress(&progress);
+                Ok(())
+            }
+        }
+        StudyCommand::Demo { json } => {
+            let study = app.open_demo().await?;
+            if json {
+                print_json(&study)
+            } else {
+                println!("opened the demo study {} (id {})", study.name, study.id);
+                println!("{}", study.provenance.label());
+                Ok(())
+            }
+        }
     }
+}
+
+fn print_progress(p: &StudyProgress) {
+    let yes = |b: bool| if b { "frozen" } else { "not frozen" };
+    println!("B0:             {}", yes(p.baseline_frozen));
+    println!(
+        "candidates:     {} frozen, {} drafts",
+        p.candidates_frozen, p.drafts
+    );
+    match p.policy_version {
+        Some(v) => println!("policy:         version {v} locked"),
+        None => println!("policy:         not locked"),
+    }
+    println!("cells with runs: {}", p.cells_with_runs);
+    println!(
+        "review:         {} of {} disagreements labelled",
+        p.disagreements_labelled, p.disagreements
+    );
+    println!(
+        "sign-off:       {} of 4 checks signed, {} of {} candidates decided",
+        p.checks_signed, p.candidates_decided, p.candidates_frozen
+    );
+    let next = match p.next {
+        StudyStep::Manifests => "author and freeze B0 and a candidate (kvgate manifest freeze)",
+        StudyStep::LockPolicy => "lock the acceptance policy (kvgate policy lock)",
+        StudyStep::RunOrImport => {
+            "run B0 and a candidate, or import their results (kvgate run quality, kvgate import)"
+        }
+        StudyStep::Review => "label the paired disagreements (kvgate review label)",
+        StudyStep::SignOff => "sign the four checks and decide (kvgate signoff, kvgate decide)",
+        StudyStep::Export => "export the packet (kvgate packet export)",
+    };
+    println!("next:           {next}");
 }
 
 fn print_table(studies: &[Study]) {

@@ -12,6 +12,7 @@ mod imports;
 mod manifests;
 mod measured;
 mod policies;
+mod progress;
 mod recovery;
 mod review;
 mod runs;

@@ -1,4 +1,4 @@
-use kvgate_app::domain::study::{NewStudy, Study};
+use kvgate_app::domain::study::{NewStudy, Study, StudyProgress};
 use kvgate_app::{App, AppError};
 use tauri::State;
 
@@ -20,4 +20,14 @@ pub async fn open_study(app: State<'_, App>, id: i64) -> Result<Study, AppError>
 #[tauri::command]
 pub async fn last_opened_study(app: State<'_, App>) -> Result<Option<Study>, AppError> {
     app.last_opened_study().await
+}
+
+#[tauri::command]
+pub async fn open_demo(app: State<'_, App>) -> Result<Study, AppError> {
+    app.open_demo().await
+}
+
+#[tauri::command]
+pub async fn study_progress(app: State<'_, App>, study_id: i64) -> Result<StudyProgress, AppError> {
+    app.study_progress(study_id).await
 }

@@ -88,6 +88,79 @@ fn create_list_open_and_last_opened() {
 }
 
 #[test]
+fn open_demo_seeds_an_empty_database_and_progress_names_the_next_step() {
+    let h = harness();
+    assert_eq!(invoke(&h, "list_studies", json!({})), Ok(json!([])));
+    let demo = invoke(&h, "open_demo", json!({})).unwrap();
+    assert_eq!(demo["provenance"], "recorded_demo");
+    assert_eq!(invoke(&h, "last_opened_study", json!({})), Ok(demo.clone()));
+    // The same demo again, not a second one.
+    assert_eq!(invoke(&h, "open_demo", json!({})), Ok(demo.clone()));
+    assert_eq!(
+        invoke(&h, "list_studies", json!({}))
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+
+    let progress = invoke(&h, "study_progress", json!({"studyId": demo["id"]})).unwrap();
+    assert_eq!(progress["study_id"], demo["id"]);
+    assert_eq!(progress["baseline_frozen"], true);
+    assert_eq!(progress["policy_version"], 1);
+    assert_eq!(progress["cells_with_runs"], 2);
+    assert!(
+        ["review", "sign_off"].contains(&progress["next"].as_str().unwrap()),
+        "{progress}"
+    );
+    let missing = invoke(&h, "study_progress", json!({"studyId": 999})).unwrap_err();
+    assert_eq!(missing["code"], "not_found");
+}
+
+/// Another process writes to the database: the window hears of it once, and not while
+/// everyone only reads.
+#[test]
+fn the_database_watch_reports_a_write_by_another_process() {
+    use std::sync::mpsc;
+    use std::time::Duration;
+    use tauri::Listener;
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ws.sqlite");
+    let service =
+        tauri::async_runtime::block_on(App::open(DbLocation::Path(path.clone()))).unwrap();
+    let app = kvgate_desktop::build_app(mock_builder(), service.clone())
+        .build(tauri::generate_context!())
+        .unwrap();
+    let (tx, rx) = mpsc::channel();
+    app.listen(kvgate_desktop::watch::DB_CHANGED_EVENT, move |_| {
+        let _ = tx.send(());
+    });
+    let _watch = kvgate_desktop::watch::watch_database(
+        app.handle().clone(),
+        service.clone(),
+        Duration::from_millis(20),
+    );
+
+    tauri::async_runtime::block_on(service.list_studies()).unwrap();
+    assert!(
+        rx.recv_timeout(Duration::from_millis(300)).is_err(),
+        "a read was reported as a change"
+    );
+
+    let cli = tauri::async_runtime::block_on(App::open(DbLocation::Path(path))).unwrap();
+    tauri::async_runtime::block_on(cli.create_study(kvgate_app::domain::study::NewStudy {
+        name: "from the command line".into(),
+        description: String::new(),
+    }))
+    .unwrap();
+    rx.recv_timeout(Duration::from_secs(5))
+        .expect("the write is reported");
+    tauri::async_runtime::block_on(cli.close());
+}
+
+#[test]
 fn errors_reach_the_ui_as_code_and_message() {
     let h = harness();
     let err = invoke(

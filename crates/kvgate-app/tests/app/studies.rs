@@ -172,3 +172,55 @@ async fn a_new_database_is_readable_by_its_owner_only() {
     assert_eq!(mode(&shared), 0o640);
     app.close().await;
 }
+
+#[tokio::test]
+async fn open_demo_seeds_an_empty_database_once_and_opens_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = App::open(DbLocation::Path(dir.path().join("empty.sqlite")))
+        .await
+        .unwrap();
+    assert!(app.list_studies().await.unwrap().is_empty());
+    let demo = app.open_demo().await.unwrap();
+    assert_eq!(demo.provenance, Provenance::RecordedDemo);
+    assert_eq!(app.last_opened_study().await.unwrap(), Some(demo.clone()));
+    let cells: Vec<String> = app
+        .list_manifests(demo.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| m.cell)
+        .collect();
+    assert_eq!(cells, ["B0", "Q8"]);
+    assert_eq!(app.list_runs(demo.id).await.unwrap().len(), 2);
+    assert!(app.policy_status(demo.id).await.unwrap().current.is_some());
+
+    // Asked again, even after the user renamed it and opened another study: the same demo.
+    let other = app.create_study(input("mine")).await.unwrap();
+    app.open_study(other.id).await.unwrap();
+    sqlx::query("UPDATE studies SET name = 'renamed demo' WHERE id = ?")
+        .bind(demo.id)
+        .execute(app.store().pool())
+        .await
+        .unwrap();
+    let again = app.open_demo().await.unwrap();
+    assert_eq!((again.id, again.name.as_str()), (demo.id, "renamed demo"));
+    assert_eq!(app.list_studies().await.unwrap().len(), 2);
+    assert_eq!(app.last_opened_study().await.unwrap(), Some(again));
+}
+
+#[tokio::test]
+async fn open_demo_never_takes_over_a_users_study_of_the_same_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = App::open(DbLocation::Path(dir.path().join("ws.sqlite")))
+        .await
+        .unwrap();
+    let name = "Demo: q8_0 KV cache on llama.cpp (recorded on CPU)";
+    let mine = app.create_study(input(name)).await.unwrap();
+    let refused = app.open_demo().await.unwrap_err();
+    assert_eq!(refused.code, ErrorCode::Conflict);
+    assert!(refused.message.contains(name), "{}", refused.message);
+    // Nothing changed: no demo study, no manifest in the user's study, nothing opened.
+    assert_eq!(app.list_studies().await.unwrap(), vec![mine.clone()]);
+    assert!(app.list_manifests(mine.id).await.unwrap().is_empty());
+    assert_eq!(app.last_opened_study().await.unwrap(), None);
+}

@@ -51,7 +51,7 @@ fn help_lists_the_subcommands() {
         .output()
         .unwrap();
     let text = stdout(&out);
-    for sub in ["create", "list", "show"] {
+    for sub in ["create", "list", "show", "progress", "demo"] {
         assert!(text.contains(sub), "missing {sub}: {text}");
     }
 }
@@ -213,4 +213,37 @@ pub fn import_demo_runs(db: &Path) {
         );
         assert!(out.status.success(), "{}", stderr(&out));
     }
+}
+
+#[test]
+fn demo_is_added_to_an_empty_database_once_and_its_progress_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("ws.sqlite");
+    let out = kvgate(&db, &["study", "demo", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let demo: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(demo["provenance"], "recorded_demo");
+    let out = kvgate(&db, &["study", "demo"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("8-bit stand-in"), "{}", stdout(&out));
+    let list = kvgate(&db, &["study", "list", "--json"]);
+    let list: serde_json::Value = serde_json::from_str(&stdout(&list)).unwrap();
+    assert_eq!(list.as_array().unwrap().len(), 1, "seeded once: {list}");
+
+    let name = demo["name"].as_str().unwrap();
+    let out = kvgate(&db, &["study", "progress", name, "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let p: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(
+        (p["baseline_frozen"].as_bool(), p["policy_version"].as_u64()),
+        (Some(true), Some(1))
+    );
+    let out = kvgate(&db, &["study", "progress", name]);
+    assert!(stdout(&out).contains("next:"), "{}", stdout(&out));
+
+    let fresh = kvgate(&db, &["study", "create", "fresh"]);
+    assert!(fresh.status.success());
+    let out = kvgate(&db, &["study", "progress", "fresh", "--json"]);
+    let p: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(p["next"], "manifests");
 }

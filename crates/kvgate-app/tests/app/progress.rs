@@ -1,0 +1,230 @@
+//! A study's progress and next step, step by step over real recorded runs (llama.cpp on CPU,
+//! Qwen2.5-Coder-0.5B, f16 KV against q8_0 KV with three real disagreements), and the database
+//! stamp the window's file watch compares: reads never change it, another process's write does.
+
+use kvgate_app::analysis::LockPolicyInput;
+use kvgate_app::imports::ImportInput;
+use kvgate_app::recovery::RecordRecoveryInput;
+use kvgate_app::review::{LabelInput, ReviewFilter};
+use kvgate_app::signoff::{Check, DecideInput, DecisionOutcome, SignInput};
+use kvgate_app::{App, DbLocation};
+use kvgate_core::review::AdjudicationLabel;
+use kvgate_core::study::{NewStudy, StudyStep};
+use kvgate_formats::import::ImportFormat;
+
+use crate::ROOT;
+
+async fn import(app: &App, study_id: i64, cell: &str, file: &str) {
+    app.import_file(
+        ImportInput {
+            study_id,
+            cell: cell.into(),
+            format: ImportFormat::Jsonl,
+            path: format!("{ROOT}fixtures/disagreements/runs/{file}.kvgate-run.jsonl"),
+            mapping: None,
+            job: None,
+        },
+        |_| {},
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{file}: {}", e.message));
+}
+
+async fn freeze(app: &App, study_id: i64, file: &str) {
+    let text = std::fs::read_to_string(format!("{ROOT}fixtures/manifests/{file}")).unwrap();
+    let draft = app.save_manifest_draft(study_id, &text).await.unwrap();
+    let digest = kvgate_core::manifest::Manifest::from_json(&text)
+        .unwrap()
+        .digest()
+        .unwrap();
+    app.freeze_manifest(study_id, &draft.cell, &digest)
+        .await
+        .unwrap();
+}
+
+async fn next(app: &App, study_id: i64) -> StudyStep {
+    app.study_progress(study_id).await.unwrap().next
+}
+
+#[tokio::test]
+async fn the_next_step_follows_the_study_from_manifests_to_export() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = App::open(DbLocation::Path(dir.path().join("ws.sqlite")))
+        .await
+        .unwrap();
+    let sid = app
+        .create_study(NewStudy {
+            name: "progress".into(),
+            description: String::new(),
+        })
+        .await
+        .unwrap()
+        .id;
+    let p = app.study_progress(sid).await.unwrap();
+    assert_eq!(p.next, StudyStep::Manifests);
+    assert_eq!((p.baseline_frozen, p.policy_version), (false, None));
+
+    // A candidate alone, or a B0 draft, is not enough.
+    freeze(&app, sid, "qwen25-coder-05b-cpu-q8.json").await;
+    let b0 = std::fs::read_to_string(format!(
+        "{ROOT}fixtures/manifests/qwen25-coder-05b-cpu-b0.json"
+    ))
+    .unwrap();
+    app.save_manifest_draft(sid, &b0).await.unwrap();
+    let p = app.study_progress(sid).await.unwrap();
+    assert_eq!(
+        (p.next, p.candidates_frozen, p.drafts),
+        (StudyStep::Manifests, 1, 1)
+    );
+    freeze(&app, sid, "qwen25-coder-05b-cpu-b0.json").await;
+    assert_eq!(next(&app, sid).await, StudyStep::LockPolicy);
+
+    app.lock_policy(LockPolicyInput {
+        study_id: sid,
+        policy_json: std::fs::read_to_string(format!("{ROOT}fixtures/policies/demo-cpu.json"))
+            .unwrap(),
+        locked_by: "owner".into(),
+    })
+    .await
+    .unwrap();
+    assert_eq!(next(&app, sid).await, StudyStep::RunOrImport);
+
+    // The candidate's run alone pairs nothing.
+    import(&app, sid, "Q8", "qwen-q8-q8_0").await;
+    let p = app.study_progress(sid).await.unwrap();
+    assert_eq!(
+        (p.next, p.cells_with_runs, p.baseline_has_runs),
+        (StudyStep::RunOrImport, 1, false)
+    );
+    import(&app, sid, "B0", "qwen-b0-f16").await;
+    let p = app.study_progress(sid).await.unwrap();
+    assert_eq!(
+        (p.next, p.disagreements, p.disagreements_labelled),
+        (StudyStep::Review, 3, 0)
+    );
+
+    let queue = app
+        .review_queue(sid, ReviewFilter::default())
+        .await
+        .unwrap();
+    for (i, pair) in queue.pairs.iter().enumerate() {
+        assert_eq!(next(&app, sid).await, StudyStep::Review, "before label {i}");
+        app.label_pair(LabelInput {
+            pair_id: pair.pair_id.clone(),
+            label: AdjudicationLabel::CandidateRegression,
+            note: String::new(),
+            by: "reviewer".into(),
+        })
+        .await
+        .unwrap();
+    }
+    let p = app.study_progress(sid).await.unwrap();
+    assert_eq!(
+        (p.next, p.disagreements_labelled, p.checks_signed),
+        (StudyStep::SignOff, 3, 0)
+    );
+
+    app.record_recovery_plan(RecordRecoveryInput {
+        study_id: sid,
+        plan_json: std::fs::read_to_string(format!("{ROOT}fixtures/recovery/demo-cpu.json"))
+            .unwrap(),
+        by: "owner".into(),
+    })
+    .await
+    .unwrap();
+    for check in [
+        Check::Compatibility,
+        Check::Quality,
+        Check::Operations,
+        Check::Recovery,
+    ] {
+        app.sign_check(SignInput {
+            study_id: sid,
+            check,
+            by: "architect".into(),
+            expected_sha256: None,
+        })
+        .await
+        .unwrap();
+    }
+    let p = app.study_progress(sid).await.unwrap();
+    assert_eq!(
+        (p.next, p.checks_signed, p.candidates_decided),
+        (StudyStep::SignOff, 4, 0)
+    );
+    app.decide(DecideInput {
+        study_id: sid,
+        candidate: "Q8".into(),
+        outcome: DecisionOutcome::Rollback,
+        by: "architect".into(),
+        rationale: "three protected answers flipped".into(),
+    })
+    .await
+    .unwrap();
+    let p = app.study_progress(sid).await.unwrap();
+    assert_eq!((p.next, p.candidates_decided), (StudyStep::Export, 1));
+
+    // A label changed later voids the quality signature: sign-off is open again.
+    app.label_pair(LabelInput {
+        pair_id: queue.pairs[0].pair_id.clone(),
+        label: AdjudicationLabel::BothAcceptable,
+        note: String::new(),
+        by: "reviewer".into(),
+    })
+    .await
+    .unwrap();
+    let p = app.study_progress(sid).await.unwrap();
+    assert_eq!((p.next, p.checks_signed), (StudyStep::SignOff, 3));
+}
+
+#[tokio::test]
+async fn progress_of_a_missing_study_is_not_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = App::open(DbLocation::Path(dir.path().join("ws.sqlite")))
+        .await
+        .unwrap();
+    let err = app.study_progress(42).await.unwrap_err();
+    assert_eq!(err.code, kvgate_app::ErrorCode::NotFound);
+}
+
+/// The window reloads its lists when the stamp changes: a read that wrote (even the same value)
+/// would make it reload forever.
+#[tokio::test]
+async fn reads_leave_the_database_stamp_alone_and_another_process_changes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ws.sqlite");
+    let app = App::open(DbLocation::Path(path.clone())).await.unwrap();
+    let demo = app.open_demo().await.unwrap();
+    // First reads may record what is recorded once (the review queue's blind-order seed).
+    app.review_queue(demo.id, ReviewFilter::default())
+        .await
+        .unwrap();
+    let before = app.db_stamp();
+    for _ in 0..2 {
+        app.list_studies().await.unwrap();
+        app.last_opened_study().await.unwrap();
+        app.open_study(demo.id).await.unwrap();
+        app.list_manifests(demo.id).await.unwrap();
+        app.policy_status(demo.id).await.unwrap();
+        app.list_runs(demo.id).await.unwrap();
+        app.review_queue(demo.id, ReviewFilter::default())
+            .await
+            .unwrap();
+        app.verify_audit(demo.id).await.unwrap();
+        app.analyze(demo.id).await.unwrap();
+        app.checklist(demo.id).await.unwrap();
+        app.study_progress(demo.id).await.unwrap();
+    }
+    assert_eq!(app.db_stamp(), before, "reading changed the database files");
+
+    // Another process (the CLI) writes to the same file: the stamp changes.
+    let cli = App::open(DbLocation::Path(path)).await.unwrap();
+    cli.create_study(NewStudy {
+        name: "from the command line".into(),
+        description: String::new(),
+    })
+    .await
+    .unwrap();
+    assert_ne!(app.db_stamp(), before);
+    cli.close().await;
+}
