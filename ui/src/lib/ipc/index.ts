@@ -55,6 +55,7 @@ import type { SavedFile } from '$lib/bindings/SavedFile';
 import type { StoredManifest } from '$lib/bindings/StoredManifest';
 import type { Study } from '$lib/bindings/Study';
 import type { StudyAnalysis } from '$lib/bindings/StudyAnalysis';
+import type { StudyProgress } from '$lib/bindings/StudyProgress';
 import type { StudyResults } from '$lib/bindings/StudyResults';
 import { toAppError } from './errors';
 
@@ -79,6 +80,18 @@ export const createStudy = (input: NewStudy): Promise<Study> => call('create_stu
 export const openStudy = (id: number): Promise<Study> => call('open_study', { id });
 
 export const lastOpenedStudy = (): Promise<Study | null> => call('last_opened_study');
+
+/** Adds the recorded demo study to this database (once; an existing demo is reused) and opens it. */
+export const openDemo = (): Promise<Study> => call('open_demo');
+
+/** Where a study stands (manifests, policy, runs, review, sign-off) and its next step; reads only. */
+export const studyProgress = (studyId: number): Promise<StudyProgress> => call('study_progress', { studyId });
+
+/** Subscribes to changes of the database file made by anyone (the CLI, another window, this
+ * one): checked once a second, reported once per change. Resolves to the function that unsubscribes. */
+export function onDatabaseChanged(handler: () => void): Promise<() => void> {
+  return listen('db-changed', () => handler());
+}
 
 /** Engines with their KV dtypes, the guide's decision table, and the caveats shown verbatim. */
 export const manifestVocabulary = (): Promise<ManifestVocabulary> => call('manifest_vocabulary');
