@@ -79,7 +79,67 @@ describe('Policy screen', () => {
     expect(screen.getByTestId('policy-current-by').textContent).toBe('Ada');
     expect(screen.getByTestId('policy-changed-after-results').textContent).toContain('version 2 was locked after results existed');
     expect(screen.getAllByTestId('policy-version-row').map((r) => r.dataset['version'])).toEqual(['2', '1']);
+    expect(screen.getByTestId('policy-summary').dataset['version']).toBe('2');
+  });
+
+  it('shows a locked policy as a read-only summary, not a live form', async () => {
+    const v1 = locked(1);
+    v1.policy = {
+      ...v1.policy,
+      classes: [
+        { name: 'short', max_input_tokens: 1023, slo: { ttft_ms: 500, itl_ms: 50, e2e_ms: 5000 } },
+        { name: 'long', max_input_tokens: 32767, route: 'chat', slo: { ttft_ms: 120000 } },
+      ],
+      segments: [
+        { name: 'de-long', filter: { language: 'de', length_class: 'long' }, floor: 0.9, margin: 0.02, protected: true },
+        { name: 'refusals', filter: { answer_kind: 'absent' }, margin: 0.1, protected: false },
+      ],
+      goodput: { interval_s: 3600, drain_s: 600 },
+      alpha: 0.05,
+    };
+    ipcMock.policyStatus.mockResolvedValue(status([v1]));
+    setup();
+    const summary = await screen.findByTestId('policy-summary');
+    // Nothing to type into, and no "may be locked" beside a locked version.
+    expect(summary.querySelectorAll('input, select, textarea')).toHaveLength(0);
+    expect(screen.queryByTestId('policy-form')).toBeNull();
+    expect(screen.queryByTestId('policy-json')).toBeNull();
+    expect(screen.queryByTestId('policy-check-status')).toBeNull();
+    expect(screen.queryByText(/may be locked/)).toBeNull();
+    expect(summary.textContent).toContain('Policy in force: version 1');
+
+    const rows = within(summary).getAllByTestId('policy-summary-class');
+    expect(rows.map((r) => [...r.querySelectorAll('th, td')].map((c) => c.textContent!.trim()))).toEqual([
+      ['short', '1,023 tokens', 'every route', '500 ms', '50 ms', '5.0 s'],
+      ['long', '32,767 tokens', 'chat', '2 min 00 s', 'not checked', 'not checked'],
+    ]);
+    const segments = within(summary).getAllByTestId('policy-summary-segment');
+    expect(segments.map((r) => [...r.querySelectorAll('th, td')].map((c) => c.textContent!.trim()))).toEqual([
+      ['de-long', 'language de · length class long', '90.0%', '−2.0 pp', 'protected'],
+      ['refusals', 'answer kind absent', 'none', '−10.0 pp', 'reported'],
+    ]);
+    expect(screen.getByTestId('policy-summary-interval').textContent).toBe('1 h 00 min 00 s');
+    expect(screen.getByTestId('policy-summary-drain').textContent).toBe('10 min 00 s');
+    expect(screen.getByTestId('policy-summary-alpha').textContent).toBe('0.05');
+  });
+
+  it('edits a locked policy only as a new version, and can go back to the one in force', async () => {
+    ipcMock.policyStatus.mockResolvedValue(status([locked(1), locked(2)]));
+    setup();
+    await fireEvent.click(await screen.findByTestId('policy-edit-new-version'));
+    expect(screen.queryByTestId('policy-summary')).toBeNull();
+    expect(screen.getByTestId('policy-editor').textContent).toContain('Edit as version 3');
     expect(screen.getByTestId('policy-started-from').textContent).toContain('v2');
+    await fireEvent.input(screen.getByTestId('policy-locked-by'), { target: { value: 'Ada' } });
+    await waitFor(() => expect(document.getElementById('policy-lock-why')!.textContent).toBe('locks version 3'));
+    await fireEvent.click(screen.getByTestId('policy-edit-cancel'));
+    expect(await screen.findByTestId('policy-summary')).toBeTruthy();
+    expect(screen.queryByTestId('policy-editor')).toBeNull();
+
+    // Editing from an older version, from the list of versions.
+    const v1 = screen.getAllByTestId('policy-version-row').find((r) => r.dataset['version'] === '1')!;
+    await fireEvent.click(within(v1).getByTestId('policy-edit-from'));
+    expect(screen.getByTestId('policy-started-from').textContent).toContain('v1');
   });
 
   it('keeps the form and the JSON text in step, both ways', async () => {
@@ -154,6 +214,9 @@ describe('Policy screen', () => {
     expect(ipcMock.lockPolicy).toHaveBeenCalledWith({ study_id: 7, policy_json: policy.text, locked_by: 'Ada' });
     expect(screen.getByTestId('policy-just-locked-sha').textContent).toBe('1'.repeat(64));
     expect((await screen.findByTestId('policy-current-version')).textContent).toBe('1');
+    // Locked: the editor gives way to the summary of what is now in force.
+    expect((await screen.findByTestId('policy-summary')).dataset['version']).toBe('1');
+    expect(screen.queryByTestId('policy-editor')).toBeNull();
   });
 
   it('keeps the dialog open with the reason when the lock is refused', async () => {

@@ -45,6 +45,8 @@ export class PolicyModel {
   formError = $state<string | null>(null);
   /** Where the edit started: `v3` (a locked version) or `template`. */
   startedFrom = $state('template');
+  /** The editor is open over a locked policy ("edit as new version"); with none locked it always is. */
+  editing = $state(false);
 
   /** The backend's problems with `text`, and the form's own (required numbers left empty). */
   problems = $state.raw<PolicyProblem[]>([]);
@@ -76,6 +78,7 @@ export class PolicyModel {
       this.statusError = null;
       this.justLocked = null;
       this.lockError = null;
+      this.editing = false;
       this.text = '';
       this.form = null;
       this.problems = [];
@@ -113,6 +116,18 @@ export class PolicyModel {
       this.setForm(templateForm());
       this.startedFrom = 'template';
     }
+  }
+
+  /** Opens the editor on a locked version's policy: what is locked next is a new version. */
+  editFrom(version: LockedPolicy | null): void {
+    this.startFrom(version);
+    this.justLocked = null;
+    this.editing = true;
+  }
+
+  /** Closes the editor over the locked policy; the edit is kept for the next "edit as new version". */
+  stopEditing(): void {
+    this.editing = false;
   }
 
   /** The raw text was edited: the form follows when it can show the text. */
@@ -202,6 +217,7 @@ export class PolicyModel {
         this.justLocked = locked;
         this.lockError = null;
         this.startedFrom = `v${locked.version}`;
+        this.editing = false;
         await this.loadStatus();
       }
       return locked;
