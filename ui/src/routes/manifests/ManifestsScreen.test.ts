@@ -235,7 +235,11 @@ describe('Manifests screen', () => {
   });
 
   it('renders a form field for every property of the manifest schema, in sections', async () => {
-    setup();
+    // A draft is edited in the form (a frozen manifest is read in its compact view).
+    const { digest: _digest, frozen_at: _frozenAt, ...rest } = b0Frozen;
+    void _digest;
+    void _frozenAt;
+    setup([{ ...rest, status: 'draft', text: b0Fixture }, c1Draft]);
     await screen.findByText('Cell B0');
     for (const name of Object.keys(manifestSchema.properties ?? {})) {
       const found = screen.queryByTestId(`field-${name}`) ?? screen.queryByTestId(`fieldset-${name}`);
@@ -455,9 +459,19 @@ describe('Manifests screen', () => {
     expect(banner.querySelector('time')?.getAttribute('datetime')).toBe('2026-03-04T09:30:00Z');
     expect(banner.querySelector('time')?.getAttribute('title')).toBe('2026-03-04T09:30:00Z');
     expect(banner.textContent).toContain(`sha256 ${B0_DIGEST}`);
-    expect(field('kv_dtype').matches(':disabled')).toBe(true);
-    expect(field<HTMLSelectElement>('engine').matches(':disabled')).toBe(true);
-    expect(field('decoding.temperature').matches(':disabled')).toBe(true);
+    // A compact read-only view of what is set, not a greyed form of every field.
+    expect(screen.queryByTestId('manifest-form')).toBeNull();
+    expect(screen.queryByTestId('field-kv_dtype')).toBeNull();
+    const view = screen.getByTestId('manifest-frozen-view');
+    expect(view.querySelectorAll('input, select, textarea')).toHaveLength(0);
+    const shown = (name: string) => view.querySelector(`[data-field="${name}"]`)?.textContent?.trim();
+    const b0 = JSON.parse(b0Fixture) as Record<string, unknown>;
+    expect(shown('kv_dtype')).toBe(b0['kv_dtype']);
+    expect(shown('cell')).toBe('B0');
+    expect(shown('candidate_id')).toBeUndefined();
+    expect(screen.getByTestId('frozen-unset').textContent).toContain('candidate_id');
+    const setKeys = Object.keys(b0).filter((k) => b0[k] !== null);
+    expect(within(view).getAllByTestId('frozen-field').map((f) => f.dataset['field']).sort()).toEqual(setKeys.sort());
     expect(json().readOnly).toBe(true);
     expect(JSON.parse(json().value)).toEqual(JSON.parse(b0Fixture));
     expect(screen.queryByTestId('manifest-save')).toBeNull();
@@ -553,6 +567,31 @@ describe('Manifests screen', () => {
     expect(await screen.findByText('Cell C2')).toBeTruthy();
     expect(screen.queryByTestId('derive-dialog')).toBeNull();
     expect(screen.getAllByTestId('manifest-row')).toHaveLength(3);
+  });
+
+  it('reaches the comparison from the top: the toolbar, and "vs B0" on a row compares at once', async () => {
+    ipcMock.diffManifests.mockResolvedValue({
+      reference_cell: 'B0',
+      candidate_cell: 'C1',
+      reference_digest: B0_DIGEST,
+      findings: [],
+      red: 0,
+      amber: 0,
+      info: 0,
+    });
+    setup();
+    await screen.findAllByTestId('manifest-row');
+    await fireEvent.click(screen.getByTestId('manifest-compare-open'));
+    expect(document.activeElement).toBe(screen.getByTestId('diff-reference'));
+    expect(ipcMock.diffManifests).not.toHaveBeenCalled();
+
+    const c1Row = screen.getAllByTestId('manifest-row').find((r) => r.dataset['cell'] === 'C1')!;
+    await fireEvent.click(within(c1Row).getByTestId('manifest-row-compare'));
+    expect(ipcMock.diffManifests).toHaveBeenCalledWith(7, 'B0', 'C1');
+    expect(await screen.findByTestId('diff-identical')).toBeTruthy();
+    // B0 is the reference: its own row offers no comparison with itself.
+    const b0Row = screen.getAllByTestId('manifest-row').find((r) => r.dataset['cell'] === 'B0')!;
+    expect(within(b0Row).queryByTestId('manifest-row-compare')).toBeNull();
   });
 
   it('compares two manifests and styles each finding by severity', async () => {

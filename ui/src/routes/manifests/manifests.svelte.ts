@@ -15,6 +15,9 @@ import type { LoadState } from '$lib/workspace.svelte';
 /** Selection key of a manifest typed here and not saved yet (no cell is stored under it). */
 export const NEW_MANIFEST = '\u0000new';
 
+/** Cells to compare; `run` compares at once, else the panel only takes focus. */
+export type CompareRequest = { reference: string | null; candidate: string | null; run: boolean; seq: number };
+
 /** What "New B0" starts from: the backend lists everything else that is missing. */
 export const B0_SKELETON = '{\n  "cell": "B0"\n}\n';
 
@@ -32,6 +35,8 @@ export class ManifestsModel {
   vocabularyError = $state<AppError | null>(null);
   selected = $state<string | null>(null);
   edits = $state.raw<Record<string, string>>({});
+  /** A comparison asked for from the top of the screen: the panel picks the cells and shows itself. */
+  compareRequest = $state.raw<CompareRequest | null>(null);
 
   constructor(studyId: number) {
     this.studyId = studyId;
@@ -79,6 +84,11 @@ export class ManifestsModel {
 
   select(key: string): void {
     this.selected = key;
+  }
+
+  /** Brings the comparison panel up, with these cells chosen when given, comparing them when `run`. */
+  requestCompare(reference: string | null = null, candidate: string | null = null, run = false): void {
+    this.compareRequest = { reference, candidate, run, seq: (this.compareRequest?.seq ?? 0) + 1 };
   }
 
   edit(text: string): void {
