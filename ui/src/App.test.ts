@@ -35,6 +35,8 @@ vi.mock('$lib/ipc', async (importOriginal) => ({
   decide: vi.fn(),
   exportPacket: vi.fn(),
   openPacket: vi.fn(),
+  studyProgress: vi.fn(),
+  onDatabaseChanged: vi.fn(),
 }));
 
 import * as ipc from '$lib/ipc';
@@ -89,13 +91,96 @@ beforeEach(() => {
     code: 'policy_not_locked',
     message: 'study `FP8 KV, Llama 8B` has no locked acceptance policy',
   });
+  ipcMock.studyProgress.mockResolvedValue({
+    study_id: study.id,
+    baseline_frozen: false,
+    candidates_frozen: 0,
+    drafts: 0,
+    policy_version: null,
+    cells_with_runs: 0,
+    baseline_has_runs: false,
+    disagreements: 0,
+    disagreements_labelled: 0,
+    checks_signed: 0,
+    candidates_decided: 0,
+    next: 'manifests',
+  });
+  ipcMock.onDatabaseChanged.mockResolvedValue(() => {});
 });
 
 afterEach(() => {
   window.location.hash = '';
 });
 
+/** The handler the shell gave the database watch: calling it is what a change of the file does. */
+async function databaseChanged(): Promise<() => void> {
+  await vi.waitFor(() => expect(ipcMock.onDatabaseChanged).toHaveBeenCalledTimes(1));
+  return ipcMock.onDatabaseChanged.mock.calls[0]![0];
+}
+
 describe('App shell', () => {
+  it('reads the current screen again on F5 and Ctrl+R, instead of reloading the window', async () => {
+    render(App);
+    await screen.findByTestId('next-step-link');
+    expect(ipcMock.listStudies).toHaveBeenCalledTimes(1);
+    const progressReads = ipcMock.studyProgress.mock.calls.length;
+
+    const f5 = new KeyboardEvent('keydown', { key: 'F5', bubbles: true, cancelable: true });
+    window.dispatchEvent(f5);
+    expect(f5.defaultPrevented).toBe(true);
+    await vi.waitFor(() => expect(ipcMock.listStudies).toHaveBeenCalledTimes(2));
+    expect(ipcMock.studyProgress.mock.calls.length).toBe(progressReads + 1);
+    expect(screen.getByTestId('read-again-status').textContent).toContain('Read again');
+
+    const ctrlR = new KeyboardEvent('keydown', { key: 'r', ctrlKey: true, bubbles: true, cancelable: true });
+    window.dispatchEvent(ctrlR);
+    expect(ctrlR.defaultPrevented).toBe(true);
+    await vi.waitFor(() => expect(ipcMock.listStudies).toHaveBeenCalledTimes(3));
+
+    // Results: F5 runs the analysis again.
+    await fireEvent.keyDown(window, { key: '6', code: 'Digit6', altKey: true });
+    await screen.findByTestId('results-policy-not-locked');
+    const analyses = ipcMock.studyResults.mock.calls.length;
+    await fireEvent.keyDown(window, { key: 'F5' });
+    await vi.waitFor(() => expect(ipcMock.studyResults.mock.calls.length).toBe(analyses + 1));
+  });
+
+  it('follows the database file: a change re-reads the lists on screen, not the analyses', async () => {
+    render(App);
+    const changed = await databaseChanged();
+    await fireEvent.keyDown(window, { key: '5', code: 'Digit5', altKey: true });
+    await screen.findByTestId('runs-empty');
+    const runReads = ipcMock.listRuns.mock.calls.length;
+    const importReads = ipcMock.listImports.mock.calls.length;
+    ipcMock.listRuns.mockResolvedValue([]);
+    changed();
+    await vi.waitFor(() => expect(ipcMock.listRuns.mock.calls.length).toBe(runReads + 1));
+    expect(ipcMock.listImports.mock.calls.length).toBe(importReads + 1);
+
+    await fireEvent.keyDown(window, { key: '6', code: 'Digit6', altKey: true });
+    await screen.findByTestId('results-policy-not-locked');
+    const analyses = ipcMock.studyResults.mock.calls.length;
+    const studyReads = ipcMock.listStudies.mock.calls.length;
+    changed();
+    await vi.waitFor(() => expect(ipcMock.listStudies.mock.calls.length).toBe(studyReads + 1));
+    expect(ipcMock.studyResults.mock.calls.length).toBe(analyses);
+  });
+
+  it('opens every screen at its top', async () => {
+    render(App);
+    const main = document.getElementById('main')!;
+    main.scrollTop = 600;
+    expect(main.scrollTop).toBe(600);
+    await fireEvent.keyDown(window, { key: '7', code: 'Digit7', altKey: true });
+    await screen.findByTestId('screen-review');
+    expect(main.scrollTop).toBe(0);
+    main.scrollTop = 250;
+    window.location.hash = '#/policy';
+    window.dispatchEvent(new HashChangeEvent('hashchange'));
+    await screen.findByTestId('screen-policy');
+    expect(main.scrollTop).toBe(0);
+  });
+
   it('loads app info, the studies and the last opened study at startup', async () => {
     render(App);
     expect((await screen.findByTestId('current-study')).textContent).toBe(study.name);

@@ -42,8 +42,9 @@ export class ManifestsModel {
     this.studyId = studyId;
   }
 
+  /** Reads the list (again); a list already shown stays while it is read, with its edits. */
   async load(): Promise<void> {
-    this.listState = 'loading';
+    if (this.listState !== 'ready') this.listState = 'loading';
     const [list, vocabulary] = await Promise.allSettled([listManifests(this.studyId), manifestVocabulary()]);
     if (list.status === 'fulfilled') {
       this.manifests = list.value;

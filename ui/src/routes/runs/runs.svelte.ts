@@ -146,7 +146,7 @@ export class RunsModel {
   async loadManifests(): Promise<void> {
     const studyId = this.studyId;
     if (studyId === null) return;
-    this.manifestsState = 'loading';
+    if (this.manifestsState !== 'ready') this.manifestsState = 'loading';
     try {
       const manifests = await listManifests(studyId);
       if (studyId !== this.studyId) return;
