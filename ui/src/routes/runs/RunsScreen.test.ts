@@ -363,6 +363,37 @@ describe('Runs screen', () => {
     expect(screen.getByTestId('runs-announce').textContent).toContain('Run 5 finished: cancelled');
   });
 
+  it('sorts the runs by a column and finds them by cell, label or state', async () => {
+    ipcMock.listRuns.mockResolvedValue([
+      summary(3, 'completed', { cell: 'B0', elapsed_ms: 90_000, ok: 20, failed: 4 }),
+      summary(4, 'failed', { cell: 'C1', label: 'quality · C1 · 24 items', elapsed_ms: null, ok: 0, failed: 24 }),
+      summary(12, 'completed', { cell: 'C1', label: 'imported bench', elapsed_ms: 30_000, granularity: 'aggregate', ok: 0 }),
+    ]);
+    setup();
+    await screen.findAllByTestId('run-row');
+    const ids = () => screen.getAllByTestId('run-row').map((r) => r.dataset['runId']);
+    expect(ids()).toEqual(['3', '4', '12']);
+
+    await fireEvent.click(screen.getByTestId('runs-sort-id'));
+    expect(ids()).toEqual(['12', '4', '3']);
+    await fireEvent.click(screen.getByTestId('runs-sort-elapsed'));
+    // Longest first; a run without an elapsed time is last, not shortest.
+    expect(ids()).toEqual(['3', '12', '4']);
+    await fireEvent.click(screen.getByTestId('runs-sort-elapsed'));
+    expect(ids()).toEqual(['12', '3', '4']);
+    // OK counts: a run with aggregates only has none to order by.
+    await fireEvent.click(screen.getByTestId('runs-sort-ok'));
+    expect(ids()).toEqual(['4', '3', '12']);
+
+    const search = screen.getByTestId('runs-search');
+    await fireEvent.input(search, { target: { value: 'c1 failed' } });
+    expect(ids()).toEqual(['4']);
+    expect(screen.getByTestId('runs-search-count').textContent).toBe('1 of 3 shown');
+    await fireEvent.input(search, { target: { value: 'H100' } });
+    expect(screen.queryAllByTestId('run-row')).toHaveLength(0);
+    expect(screen.getByTestId('runs-no-match').textContent).toContain('H100');
+  });
+
   it('labels a synthetic demo run as such', async () => {
     ipcMock.listRuns.mockResolvedValue([summary(9, 'completed', { provenance: 'synthetic_demo' })]);
     setup();
