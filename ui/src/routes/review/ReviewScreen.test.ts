@@ -256,4 +256,58 @@ describe('Review screen', () => {
     expect((await screen.findByTestId('review-item-note')).textContent).toContain('the run recorded no corpus');
     expect(screen.getByTestId('review-diff')).toBeTruthy();
   });
+
+  it('orders and searches the list, the current pair staying current; labelling keeps it current', async () => {
+    const en = { language: 'en', length_class: 'short', position: 'begin', task_type: 'literal', answer_kind: 'present' } as const;
+    ipcMock.reviewQueue.mockResolvedValue(
+      queue([
+        pair(1, { label: 'both_acceptable', note: 'fine' }),
+        pair(2, { candidate: 'C1', strata: en }),
+        pair(3),
+      ]),
+    );
+    ipcMock.labelPair.mockResolvedValue({ pair_id: pair(3).pair_id, label: 'candidate_regression', candidate_is_a: false, event_seq: 4 });
+    const { review } = setup();
+    await screen.findAllByTestId('review-pair-row');
+    const listed = () => screen.getAllByTestId('review-pair-row').map((r) => r.dataset['pairId']!.slice(-3));
+    expect(listed()).toEqual(['001', '002', '003']);
+    await fireEvent.keyDown(window, { key: 'j' });
+    await fireEvent.keyDown(window, { key: 'j' });
+    expect(review.current?.pair_id.slice(-3)).toBe('003');
+
+    await fireEvent.change(screen.getByTestId('review-order'), { target: { value: 'unlabelled' } });
+    expect(listed()).toEqual(['002', '003', '001']);
+    expect(review.current?.pair_id.slice(-3)).toBe('003');
+    await fireEvent.change(screen.getByTestId('review-order'), { target: { value: 'candidate' } });
+    expect(listed()).toEqual(['002', '001', '003']);
+
+    await fireEvent.input(screen.getByTestId('review-search'), { target: { value: 'literal' } });
+    expect(listed()).toEqual(['002']);
+    expect(screen.getByTestId('review-search-count').textContent).toBe('1 of 3 shown');
+    // The current pair is not listed any more: the first listed one is.
+    expect(review.current?.pair_id.slice(-3)).toBe('002');
+    await fireEvent.input(screen.getByTestId('review-search'), { target: { value: '' } });
+    expect(listed()).toEqual(['002', '001', '003']);
+    expect(review.current?.pair_id.slice(-3)).toBe('002');
+    // Keys move through what is listed, in its order.
+    await fireEvent.keyDown(window, { key: 'j' });
+    expect(review.current?.pair_id.slice(-3)).toBe('001');
+    await fireEvent.input(screen.getByTestId('review-search'), { target: { value: 'unlabelled' } });
+    expect(listed()).toEqual(['002', '003']);
+    expect(review.current?.pair_id.slice(-3)).toBe('002');
+
+    await fireEvent.input(screen.getByTestId('review-search'), { target: { value: 'nothing listed' } });
+    expect(screen.queryAllByTestId('review-pair-row')).toHaveLength(0);
+    expect(screen.getByTestId('review-empty').textContent).toContain('nothing listed');
+    await fireEvent.input(screen.getByTestId('review-search'), { target: { value: '' } });
+
+    // Unlabelled first: the pair labelled moves down the list and stays the current one.
+    await fireEvent.change(screen.getByTestId('review-order'), { target: { value: 'unlabelled' } });
+    review.select(review.pairs.findIndex((p) => p.pair_id.endsWith('003')));
+    review.setReviewer('Ada');
+    await review.label('candidate_regression');
+    expect(listed()).toEqual(['002', '001', '003']);
+    expect(review.current?.pair_id.slice(-3)).toBe('003');
+    expect(review.current?.label).toBe('candidate_regression');
+  });
 });

@@ -5,6 +5,7 @@ import type { AuditReport } from '$lib/bindings/AuditReport';
 import type { ReviewFilter } from '$lib/bindings/ReviewFilter';
 import type { ReviewQueue } from '$lib/bindings/ReviewQueue';
 import type { LoadState } from '$lib/workspace.svelte';
+import { orderPairs, type ReviewOrder } from './review-order';
 import type { Pair } from './review-view';
 
 const REVIEWER_KEY = 'kvgate.reviewer';
@@ -36,7 +37,12 @@ export class ReviewModel {
   error = $state<AppError | null>(null);
   audit = $state.raw<AuditReport | null>(null);
   auditError = $state<AppError | null>(null);
-  /** Index of the current pair in `queue.pairs`. */
+  /** How the list is ordered and narrowed (the queue itself stays as the backend gave it). */
+  order = $state<ReviewOrder>('blind');
+  search = $state('');
+  /** The pairs listed: the queue in `order`, narrowed by `search`; keys move through this list. */
+  pairs = $derived<readonly Pair[]>(orderPairs(this.queue?.pairs ?? [], this.order, this.search));
+  /** Index of the current pair in `pairs`. */
   index = $state(0);
   /** Pairs whose sides were revealed in this session (after a label, or on request once labelled). */
   revealed = $state.raw<ReadonlySet<string>>(new Set());
@@ -47,10 +53,6 @@ export class ReviewModel {
 
   private seq = 0;
   private auditSeq = 0;
-
-  get pairs(): readonly Pair[] {
-    return this.queue?.pairs ?? [];
-  }
 
   get current(): Pair | null {
     return this.pairs[this.index] ?? null;
@@ -75,6 +77,24 @@ export class ReviewModel {
     }
   }
 
+  /** Reorders the list; the current pair stays current. */
+  setOrder(order: ReviewOrder): void {
+    this.keepCurrent(() => (this.order = order));
+  }
+
+  /** Narrows the list; the current pair stays current while it is listed. */
+  setSearch(search: string): void {
+    this.keepCurrent(() => (this.search = search));
+  }
+
+  private keepCurrent(change: () => void): void {
+    const keep = this.current?.pair_id;
+    change();
+    const at = keep === undefined ? -1 : this.pairs.findIndex((p) => p.pair_id === keep);
+    if (at >= 0) this.index = at;
+    else this.select(0, true);
+  }
+
   setFilter(filter: ReviewFilter): void {
     this.filter = filter;
     void this.load();
@@ -90,7 +110,7 @@ export class ReviewModel {
       const queue = await reviewQueue(studyId, this.filter);
       if (seq !== this.seq) return;
       this.queue = queue;
-      const at = keep === undefined ? -1 : queue.pairs.findIndex((p) => p.pair_id === keep);
+      const at = keep === undefined ? -1 : this.pairs.findIndex((p) => p.pair_id === keep);
       if (at >= 0) this.index = at;
       else this.select(0, true);
       this.error = null;
@@ -187,6 +207,9 @@ export class ReviewModel {
           };
         }
       }
+      // In an order by label the pair may have moved: it stays the current one.
+      const now = this.pairs.findIndex((p) => p.pair_id === pair.pair_id);
+      if (now >= 0) this.index = now;
       this.revealed = new Set([...this.revealed, pair.pair_id]);
       void this.verify();
       return true;
