@@ -266,7 +266,11 @@ describe('Review screen', () => {
         pair(3),
       ]),
     );
-    ipcMock.labelPair.mockResolvedValue({ pair_id: pair(3).pair_id, label: 'candidate_regression', candidate_is_a: false, event_seq: 4 });
+    ipcMock.labelPair.mockResolvedValue({
+      event: { seq: 4, at: '2026-03-03T09:00:00Z', actor: 'Ada', kind: 'label', subject: pair(3).pair_id, payload: {}, previous: null, prev_hash: '0', hash: '1' },
+      candidate_is_a: false,
+      candidate: 'Q8',
+    });
     const { review } = setup();
     await screen.findAllByTestId('review-pair-row');
     const listed = () => screen.getAllByTestId('review-pair-row').map((r) => r.dataset['pairId']!.slice(-3));
