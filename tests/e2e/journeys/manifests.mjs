@@ -70,6 +70,8 @@ async function freeze(s, cell) {
 
 async function openStudy(s, name) {
   await s.waitFor('[data-testid="screen-studies"]');
+  // An empty database shows the form at once; otherwise it opens from "New study…".
+  if ((await s.findAll('[data-testid="study-new"]')).length > 0) await s.click('[data-testid="study-new"]');
   await s.type('[data-testid="study-name"]', name);
   await s.click('[data-testid="study-create"]');
   await s.waitForTexts(rowNames, (t) => t.includes(name));
@@ -101,7 +103,11 @@ export const journeys = [
       await s.click('[data-testid="manifest-save"]');
       await s.waitForTexts(`${row('B0')} [data-testid="manifest-row-status"]`, (t) => t[0] === 'draft');
       await freeze(s, 'B0');
-      assert((await isDisabled(s, field('kv_dtype'))) === true, 'a frozen manifest keeps its form disabled');
+      // Frozen: a compact read-only view of what is set, no form left to type into.
+      await s.waitFor('[data-testid="manifest-frozen-view"]');
+      assert((await s.findAll(field('kv_dtype'))).length === 0, 'a frozen manifest shows no form field');
+      const frozenKv = await s.text('[data-testid="manifest-frozen-view"] [data-field="kv_dtype"]');
+      assert(frozenKv.trim() === 'auto', `the frozen view shows kv_dtype: ${frozenKv}`);
       const readOnly = await s.script('return document.querySelector(\'[data-testid="manifest-json"]\').readOnly;');
       assert(readOnly === true, 'a frozen manifest keeps its JSON read-only');
 

@@ -16,8 +16,9 @@ export const journeys = [
       await s.type('[data-testid="study-description"]', 'C1 default scales against B0');
       await s.click('[data-testid="study-create"]');
       await s.waitForTexts(rowNames, (t) => t.length === 1 && t[0] === 'FP8 KV for the chat route');
-      await s.click('[data-testid="study-open"]');
+      // A created study is the current one, with its next step.
       await s.waitForTexts('[data-testid="current-study"]', (t) => t[0] === 'FP8 KV for the chat route');
+      await s.waitFor('[data-testid="next-step-link"][data-step="manifests"]');
       const dbPath = await s.text('[data-testid="db-path"]');
       assert(dbPath.includes(db), `header shows ${dbPath}, expected ${db}`);
       await s.close();
@@ -35,6 +36,7 @@ export const journeys = [
       await s.type('[data-testid="study-name"]', 'Long-context numeric gate');
       await s.click('[data-testid="study-create"]');
       await s.waitForTexts(rowNames, (t) => t.length === 1);
+      await s.click('[data-testid="study-new"]');
       await s.type('[data-testid="study-name"]', 'long-context NUMERIC gate');
       await s.click('[data-testid="study-create"]');
       const error = await s.waitForTexts('[data-testid="form-error"]', (t) => t.length === 1 && t[0].length > 0);
