@@ -118,7 +118,15 @@ fn print_progress(p: &StudyProgress) {
         Some(v) => println!("policy:         version {v} locked"),
         None => println!("policy:         not locked"),
     }
-    println!("cells with runs: {}", p.cells_with_runs);
+    println!(
+        "runs:           {} cells with measured requests{}",
+        p.cells_with_runs,
+        if p.baseline_has_runs {
+            ""
+        } else {
+            ", none of B0"
+        }
+    );
     println!(
         "review:         {} of {} disagreements labelled",
         p.disagreements_labelled, p.disagreements

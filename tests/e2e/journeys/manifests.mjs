@@ -69,9 +69,9 @@ async function freeze(s, cell) {
 }
 
 async function openStudy(s, name) {
-  await s.waitFor('[data-testid="screen-studies"]');
   // An empty database shows the form at once; otherwise it opens from "New study…".
-  if ((await s.findAll('[data-testid="study-new"]')).length > 0) await s.click('[data-testid="study-new"]');
+  await s.waitFor('[data-testid="studies-welcome"], [data-testid="studies-table"]');
+  if ((await s.findAll('[data-testid="studies-table"]')).length > 0) await s.click('[data-testid="study-new"]');
   await s.type('[data-testid="study-name"]', name);
   await s.click('[data-testid="study-create"]');
   await s.waitForTexts(rowNames, (t) => t.includes(name));
