@@ -251,6 +251,9 @@ export const journeys = [
       await go(s, 'review');
       await s.waitFor('[data-testid="review-pair"]', { timeoutMs: 60000 });
       await check(ctx, s, 'review', found);
+      await go(s, 'results');
+      await s.waitFor('[data-testid="cell-card"]', { timeoutMs: 60000 });
+      await check(ctx, s, 'results-disagreements', found);
       await go(s, 'signoff');
       await s.waitFor('[data-testid="signoff-check"]', { timeoutMs: 60000 });
       await check(ctx, s, 'signoff-review', found);
