@@ -379,12 +379,16 @@ pub struct CellAnalysis {
     pub capacity: CapacityEvidence,
     pub decision: CellDecision,
     /// Judged items (and runs) left without a pair, with why; for a candidate, against B0.
+    /// (Defaults keep analyses written before these fields readable.)
+    #[serde(default)]
     pub unpaired: Vec<Unpaired>,
     /// Runs whose corpus is not the manifest's evaluation corpus.
+    #[serde(default)]
     pub corpus_mismatches: Vec<CorpusMismatch>,
     /// The operating point the goodput summary is at; absent without goodput runs.
     pub operating_point: Option<OperatingPoint>,
     /// Goodput runs at other points: listed, not averaged in.
+    #[serde(default)]
     pub other_points: Vec<PointRuns>,
     /// For a candidate with goodput runs on both sides: whether its goodput is compared with
     /// B0's (a shared point, the same arrivals), and why not.
