@@ -217,3 +217,96 @@ async fn a_candidate_run_over_another_corpus_is_flagged_and_its_foreign_items_no
     );
     assert!(report.contains("Q8: 12 left without a pair"));
 }
+
+/// A run file with each record's `prompt_sha256` as sent: the measured items whose position
+/// `alter` picks were sent with another prompt (as another preset makes one under the same id).
+fn with_digests(
+    file: &str,
+    manifest: &str,
+    alter: impl Fn(usize) -> bool,
+) -> (String, Vec<String>) {
+    let m = Manifest::from_json(
+        &std::fs::read_to_string(format!("{ROOT}fixtures/manifests/{manifest}")).unwrap(),
+    )
+    .unwrap();
+    let items: Vec<FixtureItem> =
+        std::fs::read_to_string(format!("{ROOT}fixtures/demo/corpus/items.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+    let text = std::fs::read_to_string(format!("{ROOT}fixtures/demo/runs/{file}")).unwrap();
+    let (mut n, mut altered, mut lines) = (0, Vec::new(), Vec::new());
+    for line in text.lines() {
+        let mut v: Value = serde_json::from_str(line).unwrap();
+        if v.get("request").is_some() {
+            let id = v["request"]["record"]["item_id"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            let mut item = items.iter().find(|i| i.id == id).unwrap().clone();
+            if v["request"]["warmup"] == false {
+                if alter(n) {
+                    item.messages
+                        .last_mut()
+                        .unwrap()
+                        .content
+                        .push_str(" (other preset)");
+                    altered.push(id);
+                }
+                n += 1;
+            }
+            v["request"]["record"]["prompt_sha256"] = item_prompt_sha256(&item, &m).into();
+        }
+        lines.push(serde_json::to_string(&v).unwrap());
+    }
+    (lines.join("\n"), altered)
+}
+
+/// Both sides recorded their digests and five items went to Q8 with other prompts: those are not
+/// pairs, in the analysis (named `prompt_differs`) nor in the review queue.
+#[tokio::test]
+async fn the_same_item_id_with_another_prompt_is_no_pair_in_the_analysis_or_the_review_queue() {
+    let dir = tempfile::tempdir().unwrap();
+    let (app, sid) = study_with_demo_runs(&dir).await;
+    lock(&app, sid).await;
+    let (b0, _) = with_digests(
+        "b0-f16.kvgate-run.jsonl",
+        "smollm2-135m-cpu-b0.json",
+        |_| false,
+    );
+    let (q8, mut altered) = with_digests(
+        "q8-q8_0.kvgate-run.jsonl",
+        "smollm2-135m-cpu-q8.json",
+        |n| n < 5,
+    );
+    for (name, text) in [("b0", b0), ("q8", q8)] {
+        app.import_run_file(sid, name, &text, RunProvenance::Imported)
+            .await
+            .unwrap();
+    }
+    let a = app.analyze(sid).await.unwrap();
+    assert_eq!(overall(&a, "Q8").0, 19);
+    let c = a.body.cells.iter().find(|c| c.cell == "Q8").unwrap();
+    let mut named: Vec<&str> = c.unpaired.iter().map(|u| u.key.as_str()).collect();
+    named.sort();
+    altered.sort();
+    assert_eq!(named, altered);
+    assert!(c
+        .unpaired
+        .iter()
+        .all(|u| u.reason == UnpairedReason::PromptDiffers));
+
+    let queue = app
+        .review_queue(
+            sid,
+            kvgate_app::review::ReviewFilter {
+                agreeing_sample: 100,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(queue.pairs.len(), 19, "every pair, no other");
+    assert!(queue.pairs.iter().all(|p| !altered.contains(&p.item_id)));
+}
