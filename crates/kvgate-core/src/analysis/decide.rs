@@ -20,6 +20,7 @@ pub(super) const NEXT_AFTER_REGRESSION: [&str; 3] = [
     "try supported selective layer exclusion (C3) before buying the apparent concurrency gain",
 ];
 
+#[allow(clippy::too_many_arguments)] // the gates' inputs, each one named
 pub(super) fn decide(
     cell: &CellInput,
     valid: bool,
