@@ -188,7 +188,8 @@ impl App {
                 ),
             ));
         };
-        let input = kvgate_store::study_input::load_study(&self.store, study_id)
+        let mut corpora = crate::fixtures::corpus_for_digests;
+        let input = kvgate_store::study_input::load_study(&self.store, study_id, &mut corpora)
             .await
             .map_err(|e| match e {
                 kvgate_store::study_input::LoadError::Store(s) => AppError::from(s),

@@ -209,6 +209,45 @@ pub fn open_corpus(dir: &Path) -> Result<LoadedCorpus, AppError> {
     })
 }
 
+/// The demo study's corpus (`kvgate fixtures generate --seed 7 --preset test-2k`), shipped inside
+/// the binary with the demo's runs: they were recorded before prompt digests were, and theirs are
+/// recomputed from it.
+const DEMO_CORPUS_ITEMS: &str = include_str!("../../../fixtures/demo/corpus/items.jsonl");
+
+/// The items of a run's corpus, for the prompt digests of rows stored without them: the embedded
+/// demo corpus, the in-memory corpus of a load run (regenerated from its seed), or the folder the
+/// run names (as found from the working directory). Only items whose digest is the one the run
+/// recorded; otherwise why not.
+pub fn corpus_for_digests(
+    corpus: &kvgate_store::study_input::CorpusRef,
+) -> Result<Vec<FixtureItem>, String> {
+    if sha256_hex(DEMO_CORPUS_ITEMS.as_bytes()) == corpus.items_sha256 {
+        return DEMO_CORPUS_ITEMS
+            .lines()
+            .map(|line| serde_json::from_str(line).map_err(|e| e.to_string()))
+            .collect();
+    }
+    let dir = corpus
+        .dir
+        .as_deref()
+        .ok_or("the run names no corpus folder")?;
+    let loaded = if dir.starts_with("(generated in memory") {
+        let seed = corpus
+            .seed
+            .ok_or("the run records no seed to regenerate it")?;
+        default_load_corpus(seed).map_err(|e| e.message)?
+    } else {
+        open_corpus(Path::new(dir)).map_err(|e| format!("corpus folder {dir}: {}", e.message))?
+    };
+    if loaded.meta.items_sha256 != corpus.items_sha256 {
+        return Err(format!(
+            "corpus folder {dir} now holds items sha256 {}, not the run's",
+            loaded.meta.items_sha256
+        ));
+    }
+    Ok(loaded.items)
+}
+
 /// Whether two corpora (e.g. calibration and evaluation) share an item or a protected answer.
 pub fn check_corpora(a: &Path, b: &Path) -> Result<DisjointReport, AppError> {
     let a = open_corpus(a)?;

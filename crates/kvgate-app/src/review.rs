@@ -128,6 +128,8 @@ struct Judged {
     key: (i64, u32),
     side: ReviewSide,
     corpus: Option<(String, String)>,
+    /// The digest of the prompt sent, when recorded.
+    prompt: Option<String>,
 }
 
 fn side_from(run_id: i64, s: kvgate_store::StoredRequest) -> Option<(String, ReviewSide)> {
@@ -175,6 +177,7 @@ impl App {
                     continue;
                 }
                 let key = (run.id, s.repeat);
+                let prompt = s.record.prompt_sha256.clone();
                 let Some((item, side)) = side_from(run.id, s) else {
                     continue;
                 };
@@ -185,6 +188,7 @@ impl App {
                             key,
                             side,
                             corpus: corpus.clone(),
+                            prompt,
                         },
                     );
                 }
@@ -243,7 +247,16 @@ impl App {
         for cell in cells {
             let cand = &passes[&cell];
             disagreements.entry(cell.clone()).or_insert(0);
-            let mut items: Vec<&String> = cand.keys().filter(|i| b0.contains_key(*i)).collect();
+            // Not the same prompt (both digests recorded and different): not a pair, as in the
+            // analysis, which lists it as unpaired.
+            let same_prompt = |i: &String| match (&b0[i].prompt, &cand[i].prompt) {
+                (Some(x), Some(y)) => x == y,
+                _ => true,
+            };
+            let mut items: Vec<&String> = cand
+                .keys()
+                .filter(|i| b0.contains_key(*i) && same_prompt(i))
+                .collect();
             items.sort();
             for item in items {
                 let (x, y) = (&b0[item], &cand[item]);

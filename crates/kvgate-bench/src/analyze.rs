@@ -179,6 +179,8 @@ fn request(
     let mut record = RequestRecord {
         index,
         item_id: Some(item.id.clone()),
+        // One prompt per item, the same in every cell: every item pairs, as the anchor assumes.
+        prompt_sha256: Some(sha256_hex(item.id.as_bytes())),
         planned_arrival_ms: planned,
         dispatch_ms: Some(dispatch),
         client_delay_ms: Some(delay),
@@ -398,9 +400,13 @@ fn in_process(db: &Path) -> Result<[f64; 3], String> {
         let mut best = [f64::INFINITY; 3];
         for _ in 0..ROUNDS {
             let start = Instant::now();
-            let input = kvgate_store::study_input::load_study(app.store(), study.id)
-                .await
-                .map_err(|e| e.to_string())?;
+            let input = kvgate_store::study_input::load_study(
+                app.store(),
+                study.id,
+                &mut kvgate_store::study_input::no_corpora,
+            )
+            .await
+            .map_err(|e| e.to_string())?;
             let loaded = start.elapsed().as_secs_f64();
             let start = Instant::now();
             let body = kvgate_core::analysis::analyze(&policy, &input);

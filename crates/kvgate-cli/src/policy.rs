@@ -169,6 +169,28 @@ pub async fn analyze(app: &App, args: AnalyzeArgs) -> Result<Outcome, AppError> 
                 num(l.e2e_ms.p99)
             );
         }
+        for m in &c.corpus_mismatches {
+            println!(
+                "  CORPUS MISMATCH run {}: corpus {} is not the manifest's evaluation corpus {}",
+                m.run, m.run_corpus_sha256, m.manifest_corpus_sha256
+            );
+        }
+        if let Some(point) = &c.operating_point {
+            println!("  goodput at {}", point.describe());
+        }
+        for other in &c.other_points {
+            println!(
+                "  not averaged in (another operating point, {}): runs {:?}",
+                other.point.describe(),
+                other.runs
+            );
+        }
+        if let Some(cmp) = c.goodput_comparable.as_ref().filter(|g| !g.comparable) {
+            println!(
+                "  goodput NOT COMPARED with B0: {}",
+                cmp.reason.as_deref().unwrap_or_default()
+            );
+        }
         for (class, g) in &c.goodput {
             println!(
                 "  goodput {class}: {} /s{}  good {} of cohort {} (unfinished {}, failed {}, rejected {})",
@@ -200,6 +222,12 @@ pub async fn analyze(app: &App, args: AnalyzeArgs) -> Result<Outcome, AppError> 
                 p.margin,
                 p.verdict
             );
+        }
+        if !c.unpaired.is_empty() {
+            println!("  unpaired: {}", c.unpaired.len());
+            for u in &c.unpaired {
+                println!("    {}: {}", u.key, u.detail);
+            }
         }
         println!("  decision: {:?}", c.decision.outcome);
         for rule in &c.decision.rules {

@@ -379,6 +379,12 @@ pub async fn run(app: &App, cmd: RunCommand) -> Result<Outcome, AppError> {
                 print_json(&detail)?;
             } else {
                 print_summary(&detail.run);
+                if let Some(m) = &detail.corpus_mismatch {
+                    println!(
+                        "  CORPUS MISMATCH: the run's corpus {} is not its manifest's evaluation corpus {}",
+                        m.run_corpus_sha256, m.manifest_corpus_sha256
+                    );
+                }
                 println!(
                     "  verdicts (measured): {} accepted, {} rejected, {} not validated",
                     detail.accepted, detail.rejected, detail.unvalidated

@@ -17,6 +17,7 @@ use crate::analysis::{CellAnalysis, FloorCheck, NoiseFloor, PairedRow, RequestCo
 use crate::canonical::canonical_sha256;
 use crate::evidence::EvidenceKind;
 use crate::kv_capacity::RollbackFit;
+use crate::pairing::{is_output_length_stratum, CorpusMismatch, Unpaired};
 use crate::recovery::{recovery_findings, RecoveryFinding, RecoveryPlan};
 use crate::review::AdjudicationLabel;
 use crate::stats::Percentiles;
@@ -96,9 +97,19 @@ pub struct QualityEvidence {
 pub struct QualityCell {
     pub cell: String,
     pub manifest_sha256: String,
-    /// Every paired row; the protected ones gate the candidate.
+    /// Every paired row; the protected ones gate the candidate. The output-length stratum is
+    /// read beside them, not signed: its classes come from the answers, not from the fixture
+    /// strata the policy was locked over.
     pub paired: Vec<PairedRow>,
     pub floors: Vec<FloorCheck>,
+    /// Judged items (and runs) left without a pair, with why; omitted when every one paired.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[ts(as = "Option<Vec<Unpaired>>", optional)]
+    pub unpaired: Vec<Unpaired>,
+    /// Runs over another corpus than the manifest's evaluation corpus; omitted when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[ts(as = "Option<Vec<CorpusMismatch>>", optional)]
+    pub corpus_mismatches: Vec<CorpusMismatch>,
 }
 
 /// One reviewer's label on a pair, with the audit event that recorded it.
@@ -296,8 +307,15 @@ impl QualityEvidence {
                 .map(|c| QualityCell {
                     cell: c.cell.clone(),
                     manifest_sha256: c.manifest_sha256.clone(),
-                    paired: c.paired.clone(),
+                    paired: c
+                        .paired
+                        .iter()
+                        .filter(|r| !is_output_length_stratum(&r.stratum))
+                        .cloned()
+                        .collect(),
                     floors: c.floors.clone(),
+                    unpaired: c.unpaired.clone(),
+                    corpus_mismatches: c.corpus_mismatches.clone(),
                 })
                 .collect(),
             noise_floor,

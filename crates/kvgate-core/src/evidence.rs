@@ -167,6 +167,8 @@ mod tests {
             invalid_reasons: Vec::new(),
             runs: Vec::new(),
             capacity: CapacityEvidence::default(),
+            evaluation_corpus_sha256: None,
+            admission_limit: None,
         }
     }
 

@@ -21,6 +21,8 @@ pub mod fixtures;
 pub mod kv_capacity;
 pub mod manifest;
 pub mod metrics;
+pub mod operating_point;
+pub mod pairing;
 pub mod policy;
 pub mod prng;
 pub mod recovery;

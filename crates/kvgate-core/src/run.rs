@@ -204,6 +204,12 @@ pub struct RequestRecord {
     pub index: u32,
     /// The fixture item sent, when the request came from a corpus.
     pub item_id: Option<String>,
+    /// sha256 of what was sent (`kvgate_core::pairing::prompt_sha256`: messages, decoding
+    /// parameters, output cap, stops); absent in records made before it was recorded and in
+    /// other tools' files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub prompt_sha256: Option<String>,
     /// When the schedule wanted the request sent. Closed loop: when a worker became free for it.
     pub planned_arrival_ms: f64,
     /// When the client actually handed the request to the connection; `None` if never sent.
@@ -312,6 +318,7 @@ mod tests {
         RequestRecord {
             index: 3,
             item_id: Some("item-7".into()),
+            prompt_sha256: None,
             planned_arrival_ms: 10.0,
             dispatch_ms: Some(10.25),
             client_delay_ms: Some(0.25),

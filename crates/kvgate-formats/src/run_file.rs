@@ -252,6 +252,7 @@ mod tests {
                 record: RequestRecord {
                     index: 0,
                     item_id: Some("i0".into()),
+                    prompt_sha256: None,
                     planned_arrival_ms: 0.0,
                     dispatch_ms: Some(0.5),
                     client_delay_ms: Some(0.5),

@@ -69,13 +69,20 @@ impl fmt::Debug for Endpoint {
 pub struct PlannedRequest {
     pub item_id: Option<String>,
     pub body: Map<String, Value>,
+    /// `kvgate_core::pairing::prompt_sha256` of `body`: recorded with every attempt, so a pair
+    /// can prove both sides were sent the same prompt.
+    pub prompt_sha256: String,
 }
 
 impl PlannedRequest {
     /// `body` must be a JSON object.
     pub fn new(item_id: Option<String>, body: Value) -> Result<Self, ClientError> {
         match body {
-            Value::Object(body) => Ok(PlannedRequest { item_id, body }),
+            Value::Object(body) => Ok(PlannedRequest {
+                item_id,
+                prompt_sha256: kvgate_core::pairing::prompt_sha256(&body),
+                body,
+            }),
             other => Err(ClientError::BodyNotObject {
                 found: json_kind(&other),
             }),
@@ -217,7 +224,9 @@ impl Client {
             drain_at: None,
             cancel: None,
         };
-        self.execute(attempt, clock, || {}).await
+        let mut record = self.execute(attempt, clock, || {}).await;
+        record.prompt_sha256 = Some(request.prompt_sha256.clone());
+        record
     }
 
     /// Runs one attempt to its record. `on_dispatch` is called once, when the request leaves.
@@ -302,6 +311,8 @@ impl Client {
         RequestRecord {
             index: attempt.index,
             item_id: attempt.item_id,
+            // Set by the caller, which holds the planned request.
+            prompt_sha256: None,
             planned_arrival_ms: planned_ms,
             dispatch_ms: Some(dispatch_ms),
             client_delay_ms: Some(dispatch_ms - planned_ms),
@@ -464,6 +475,7 @@ pub(crate) fn not_dispatched(
     RequestRecord {
         index,
         item_id,
+        prompt_sha256: None,
         planned_arrival_ms: planned_ms,
         dispatch_ms: None,
         client_delay_ms: None,

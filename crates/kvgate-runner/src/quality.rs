@@ -1,10 +1,6 @@
 //! The order of a quality run: every item once per repeat, each repeat in its own shuffled
 //! order, reproducible from the seed recorded with the run.
 
-use kvgate_core::fixtures::FixtureItem;
-use kvgate_core::manifest::Manifest;
-use serde_json::{json, Map, Value};
-
 use kvgate_core::prng::SplitMix64;
 
 /// `(repeat, item_id)` pairs: repeat 0 first (all items, shuffled), then repeat 1 (shuffled
@@ -20,50 +16,16 @@ pub fn quality_order(items: &[String], repeats: u32, seed: u64) -> Vec<(u32, Str
     out
 }
 
-/// The chat request body for one fixture item under a cell's manifest: the item's messages and
-/// the manifest's decoding parameters, output cap and stop strings. Parameters the manifest
-/// leaves absent are left out, so the pinned engine's defaults apply as the manifest says.
-pub fn chat_body(item: &FixtureItem, manifest: &Manifest) -> Value {
-    let mut body = Map::new();
-    let messages: Vec<Value> = item
-        .messages
-        .iter()
-        .map(|m| json!({"role": m.role.as_str(), "content": m.content}))
-        .collect();
-    body.insert("messages".into(), Value::Array(messages));
-    body.insert("max_tokens".into(), json!(manifest.output_cap));
-    let d = &manifest.decoding;
-    body.insert("temperature".into(), json!(d.temperature));
-    let optional: [(&str, Option<Value>); 7] = [
-        ("top_p", d.top_p.map(|v| json!(v))),
-        ("top_k", d.top_k.map(|v| json!(v))),
-        ("min_p", d.min_p.map(|v| json!(v))),
-        ("seed", d.seed.map(|v| json!(v))),
-        ("repetition_penalty", d.repetition_penalty.map(|v| json!(v))),
-        ("presence_penalty", d.presence_penalty.map(|v| json!(v))),
-        ("frequency_penalty", d.frequency_penalty.map(|v| json!(v))),
-    ];
-    for (key, value) in optional {
-        if let Some(value) = value {
-            body.insert(key.into(), value);
-        }
-    }
-    let s = &manifest.stopping;
-    if !s.stop.is_empty() {
-        body.insert("stop".into(), json!(s.stop));
-    }
-    if !s.stop_token_ids.is_empty() {
-        body.insert("stop_token_ids".into(), json!(s.stop_token_ids));
-    }
-    if s.ignore_eos {
-        body.insert("ignore_eos".into(), Value::Bool(true));
-    }
-    Value::Object(body)
-}
+/// The chat request body for one fixture item under a cell's manifest (one function for the
+/// runner and for the prompt digest the analysis recomputes, see `kvgate_core::pairing`).
+pub use kvgate_core::pairing::chat_body;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kvgate_core::fixtures::FixtureItem;
+    use kvgate_core::manifest::Manifest;
+    use serde_json::json;
 
     fn manifest() -> Manifest {
         let text = include_str!("../../../fixtures/manifests/smollm2-135m-cpu-q8.json");

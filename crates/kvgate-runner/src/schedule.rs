@@ -94,6 +94,7 @@ pub async fn run_open_loop(
     let offsets = plan.arrivals.offsets_ms(plan.duration)?;
     let bodies: Arc<[Bytes]> = requests.iter().map(|r| client.encode_body(r)).collect();
     let item_ids: Arc<[Option<String>]> = requests.iter().map(|r| r.item_id.clone()).collect();
+    let prompts: Vec<&str> = requests.iter().map(|r| r.prompt_sha256.as_str()).collect();
     let planned = offsets.len();
     let clock = RunClock::start();
     let drain_at = clock.started_at() + plan.duration + plan.drain;
@@ -151,7 +152,7 @@ pub async fn run_open_loop(
     for abort in &aborts {
         abort.abort();
     }
-    let records = account_for_all(records, &dispatched, &offsets, &item_ids);
+    let records = account_for_all(records, &dispatched, &offsets, &item_ids, &prompts);
     reporter.emit_final(&records);
     Ok(RunOutcome {
         timing: clock.timing(),
@@ -250,6 +251,7 @@ pub async fn run_closed_loop(
     }
     let bodies: Arc<[Bytes]> = requests.iter().map(|r| client.encode_body(r)).collect();
     let item_ids: Arc<[Option<String>]> = requests.iter().map(|r| r.item_id.clone()).collect();
+    let prompts: Vec<&str> = requests.iter().map(|r| r.prompt_sha256.as_str()).collect();
     let clock = RunClock::start();
     let (stop_starting_at, drain_at, planned) = match plan.limit {
         ClosedLoopLimit::Once => (None, None, Some(requests.len() as u32)),
@@ -329,7 +331,7 @@ pub async fn run_closed_loop(
                 .unwrap_or(end_ms)
         })
         .collect();
-    let records = account_for_all(records, &dispatched, &starts, &item_ids);
+    let records = account_for_all(records, &dispatched, &starts, &item_ids, &prompts);
     reporter.emit_final(&records);
     Ok(RunOutcome {
         timing: clock.timing(),
@@ -397,12 +399,13 @@ fn account_for_all(
     dispatched: &[Option<f64>],
     planned_ms: &[f64],
     item_ids: &[Option<String>],
+    prompts: &[&str],
 ) -> Vec<RequestRecord> {
     records
         .into_iter()
         .enumerate()
         .map(|(i, record)| {
-            record.unwrap_or_else(|| {
+            let mut record = record.unwrap_or_else(|| {
                 let item_id = item_ids[i % item_ids.len()].clone();
                 let mut record =
                     not_dispatched(i as u32, item_id, planned_ms[i], CANCELLED_BEFORE_DISPATCH);
@@ -413,7 +416,10 @@ fn account_for_all(
                     record.error = Some("request task ended without a record".into());
                 }
                 record
-            })
+            });
+            // Request i sends body i mod the bodies given: what was sent, by its digest.
+            record.prompt_sha256 = Some(prompts[i % prompts.len()].to_owned());
+            record
         })
         .collect()
 }

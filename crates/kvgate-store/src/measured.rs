@@ -24,13 +24,15 @@ pub struct MeasuredRequest<'a> {
     pub prompt_tokens: Option<u64>,
     pub completion_tokens: Option<u64>,
     pub accepted: Option<bool>,
+    /// The sha256 of what was sent; `None` for rows stored before it was recorded. Borrowed.
+    pub prompt_sha256: Option<&'a str>,
 }
 
 // Ordered by `r.id` (equal to `q.run_id` by the join) so SQLite walks the runs index and the
 // requests' primary key in order instead of sorting every row in a temporary B-tree.
 const MEASURED: &str = "SELECT q.run_id, q.idx, q.repeat, q.item_id, q.status, \
      q.planned_arrival_ms, q.dispatch_ms, q.first_token_ms, q.finish_ms, q.prompt_tokens, \
-     q.completion_tokens, q.verdict_accepted \
+     q.completion_tokens, q.verdict_accepted, q.prompt_sha256 \
      FROM runs r JOIN run_requests q ON q.run_id = r.id AND q.warmup = 0 \
      WHERE r.study_id = ? ORDER BY r.id, q.idx";
 
@@ -152,6 +154,13 @@ impl Store {
                             .map_err(|_| corrupt(run_id, "item_id", "UTF-8 text", bytes))?,
                     ),
                 };
+                let prompt_sha256 = match opt_text(s, 12) {
+                    None => None,
+                    Some(bytes) => Some(
+                        std::str::from_utf8(bytes)
+                            .map_err(|_| corrupt(run_id, "prompt_sha256", "UTF-8 text", bytes))?,
+                    ),
+                };
                 let planned = opt_f64(s, 5)
                     .ok_or_else(|| corrupt(run_id, "planned_arrival_ms", "a number", b"NULL"))?;
                 let repeat = ffi::sqlite3_column_int64(s, 2);
@@ -168,6 +177,7 @@ impl Store {
                     prompt_tokens: non_negative(opt_i64(s, 9)),
                     completion_tokens: non_negative(opt_i64(s, 10)),
                     accepted: opt_i64(s, 11).map(|v| v != 0),
+                    prompt_sha256,
                 });
                 n += 1;
             }

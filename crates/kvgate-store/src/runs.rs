@@ -120,7 +120,7 @@ macro_rules! request_columns {
         "warmup, idx, repeat, item_id, status, planned_arrival_ms, dispatch_ms, client_delay_ms, \
          first_token_ms, finish_ms, http_status, prompt_tokens, completion_tokens, \
          cached_prompt_tokens, finish_reason, error, output_text, chunk_times_json, \
-         engine_timings_json, verdict_accepted, verdict_reasons_json, verdict_json"
+         engine_timings_json, verdict_accepted, verdict_reasons_json, verdict_json, prompt_sha256"
     };
 }
 
@@ -137,13 +137,13 @@ fn insert_requests_sql(rows: usize) -> String {
 
 static INSERT_REQUEST: LazyLock<String> = LazyLock::new(|| insert_requests_sql(1));
 
-/// Requests written per statement by `INSERT_REQUEST_BATCH` (23 × 32 = 736 placeholders).
+/// Requests written per statement by `INSERT_REQUEST_BATCH` (24 × 32 = 768 placeholders).
 const REQUEST_BATCH: usize = 32;
 
 static INSERT_REQUEST_BATCH: LazyLock<String> =
     LazyLock::new(|| insert_requests_sql(REQUEST_BATCH));
 
-/// Requests written per statement by `INSERT_REQUEST_BIG_BATCH` (23 × 256 = 5,888 placeholders;
+/// Requests written per statement by `INSERT_REQUEST_BIG_BATCH` (24 × 256 = 6,144 placeholders;
 /// SQLite allows 32,766): a large import pays the statement's round trip to the connection's
 /// worker thread once per 256 rows.
 const REQUEST_BIG_BATCH: usize = 256;
@@ -341,6 +341,7 @@ fn request_from_row(row: &SqliteRow) -> Result<StoredRequest, StoreError> {
         record: RequestRecord {
             index: int(row, row_id, "idx", "an index from 0 to 4294967295")?,
             item_id: row.try_get("item_id")?,
+            prompt_sha256: row.try_get("prompt_sha256")?,
             planned_arrival_ms: row.try_get("planned_arrival_ms")?,
             dispatch_ms: row.try_get("dispatch_ms")?,
             client_delay_ms: row.try_get("client_delay_ms")?,
@@ -470,6 +471,19 @@ impl RequestRow {
                 ),
             ));
         }
+        if let Some(found) = r
+            .prompt_sha256
+            .as_deref()
+            .filter(|d| !kvgate_core::canonical::is_sha256_hex(d))
+        {
+            return Err(invalid(
+                run_id,
+                format!(
+                    "{}: prompt_sha256 must be 64 lowercase hex digits, found {found:?}",
+                    which()
+                ),
+            ));
+        }
         let count = |name: &str, value: Option<u64>| -> Result<Option<i64>, StoreError> {
             value
                 .map(|v| {
@@ -509,7 +523,7 @@ impl RequestRow {
 
 type Insert = Query<'static, Sqlite, SqliteArguments>;
 
-/// Binds one request's 23 values, in the order of `request_values!()`.
+/// Binds one request's 24 values, in the order of `request_values!()`.
 fn bind_request(
     query: Insert,
     run_id: i64,
@@ -540,7 +554,8 @@ fn bind_request(
         .bind(row.engine_timings_json)
         .bind(row.verdict_accepted)
         .bind(row.verdict_reasons_json)
-        .bind(row.verdict_json))
+        .bind(row.verdict_json)
+        .bind(r.prompt_sha256.clone()))
 }
 
 async fn insert_request(
@@ -722,7 +737,7 @@ fn bind_batch<R: RequestRowSource>(
     batch: &[R],
 ) -> Result<Insert, StoreError> {
     let mut args = SqliteArguments::default();
-    args.reserve(batch.len() * 23, 0);
+    args.reserve(batch.len() * 24, 0);
     let mut query = sqlx::query_with(sql, args);
     for request in batch {
         query = bind_request(query, run_id, request)?;
@@ -1101,7 +1116,7 @@ mod tests {
     #[test]
     fn insert_statements_have_one_placeholder_per_bound_value() {
         let columns = request_columns!().split(',').count() + 1;
-        assert_eq!(columns, 23);
+        assert_eq!(columns, 24);
         assert_eq!(INSERT_REQUEST.matches('?').count(), columns);
         assert_eq!(
             INSERT_REQUEST_BATCH.matches('?').count(),

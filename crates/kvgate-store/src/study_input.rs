@@ -4,6 +4,11 @@
 //! Cells are the study's frozen manifests; what their evidence decides (the invalid-cell rule,
 //! the capacity roll-up) is `kvgate_core::evidence`. Runs still in progress are left out; every
 //! other run, whatever its end, counts.
+//!
+//! Every request row carries the sha256 of the prompt it sent. Rows stored before that digest was
+//! recorded get it recomputed here, from the run's corpus (found by the caller's
+//! [`CorpusSource`]) and the cell's manifest, with `kvgate_core::pairing::item_prompt_sha256`;
+//! when the corpus cannot be found the rows keep none, and the run says why.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -33,6 +38,10 @@ impl Hasher for Fnv {
 use crate::{RunState, Store, StoreError};
 use kvgate_core::analysis::{CapacityEvidence, CellInput, RequestRow, RunInput, StudyInput};
 use kvgate_core::evidence::{CellEvidence, EvidenceKind};
+use kvgate_core::fixtures::FixtureItem;
+use kvgate_core::manifest::Manifest;
+use kvgate_core::operating_point::RunArrivals;
+use kvgate_core::pairing::item_prompt_sha256;
 use kvgate_core::policy::ItemStrata;
 use kvgate_core::test_cell::TestCell;
 use serde_json::Value;
@@ -46,17 +55,73 @@ pub enum LoadError {
     Manifest { cell: String, reason: String },
 }
 
-/// Reads every frozen cell of a study with its finished runs, evidence and measured requests.
-pub async fn load_study(store: &Store, study_id: i64) -> Result<StudyInput, LoadError> {
+/// The corpus a run was sent from, as its configuration names it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct CorpusRef {
+    /// `corpus.dir` of the run's configuration (a folder, or how an in-memory corpus was made).
+    pub dir: Option<String>,
+    /// `corpus.items_sha256`: the items the run was sent from.
+    pub items_sha256: String,
+    /// The run's seed (an in-memory corpus is generated from it).
+    pub seed: Option<u64>,
+}
+
+/// Finds a corpus by its reference: its items when their digest is the one named, else why not
+/// (in words, shown with the rows it leaves unpaired).
+pub type CorpusSource<'a> = dyn FnMut(&CorpusRef) -> Result<Vec<FixtureItem>, String> + Send + 'a;
+
+/// A corpus source that finds nothing: every row stored without a prompt digest stays without.
+pub fn no_corpora(corpus: &CorpusRef) -> Result<Vec<FixtureItem>, String> {
+    Err(format!("corpus {} was not looked up", corpus.items_sha256))
+}
+
+/// What the loader keeps per run to recompute prompt digests.
+struct RunPrompts {
+    corpus: Option<CorpusRef>,
+    manifest: Option<usize>,
+    /// Item id → prompt index, computed on the first row without a digest.
+    recomputed: Option<Result<HashMap<String, u32>, String>>,
+}
+
+/// Interns prompt digests as indices into [`StudyInput::prompts`].
+#[derive(Default)]
+struct Prompts {
+    list: Vec<String>,
+    index: HashMap<String, u32, BuildHasherDefault<Fnv>>,
+}
+
+impl Prompts {
+    fn intern(&mut self, digest: &str) -> u32 {
+        if let Some(&i) = self.index.get(digest) {
+            return i;
+        }
+        let i = self.list.len() as u32;
+        self.list.push(digest.to_owned());
+        self.index.insert(digest.to_owned(), i);
+        i
+    }
+}
+
+/// Reads every frozen cell of a study with its finished runs, evidence and measured requests;
+/// `corpora` finds the corpora of runs stored without prompt digests.
+pub async fn load_study(
+    store: &Store,
+    study_id: i64,
+    corpora: &mut CorpusSource<'_>,
+) -> Result<StudyInput, LoadError> {
     let manifests = store.list_manifests(study_id).await?;
     let runs = store.list_runs(study_id).await?;
     let mut cells: Vec<CellInput> = Vec::new();
+    let mut parsed: Vec<Option<Manifest>> = Vec::new();
     let mut cell_of_manifest: HashMap<i64, usize> = HashMap::new();
     for m in manifests.iter().filter(|m| m.is_frozen()) {
         let test_cell = TestCell::from_name(&m.cell).map_err(|e| LoadError::Manifest {
             cell: m.cell.clone(),
             reason: e.to_string(),
         })?;
+        // A frozen manifest passed validation when it was frozen; one that no longer reads
+        // back only loses what is derived from it here (admission limit, corpus, digests).
+        let manifest = Manifest::from_json(&m.text).ok();
         cell_of_manifest.insert(m.id, cells.len());
         cells.push(CellInput {
             cell: m.cell.clone(),
@@ -65,8 +130,15 @@ pub async fn load_study(store: &Store, study_id: i64) -> Result<StudyInput, Load
             invalid_reasons: Vec::new(),
             runs: Vec::new(),
             capacity: CapacityEvidence::default(),
+            evaluation_corpus_sha256: manifest
+                .as_ref()
+                .map(|m| m.evaluation_corpus_sha256.clone()),
+            admission_limit: manifest.as_ref().map(|m| m.scheduler.max_num_seqs),
         });
+        parsed.push(manifest);
     }
+    let mut run_prompts: Vec<RunPrompts> = Vec::new();
+    let mut prompt_slot: HashMap<i64, usize> = HashMap::new();
     let mut evidence: Vec<CellEvidence> = cells.iter().map(|_| CellEvidence::default()).collect();
     let mut run_slot: HashMap<i64, (usize, usize)> = HashMap::new();
     for run in runs.iter().filter(|r| r.state != RunState::Running) {
@@ -82,18 +154,31 @@ pub async fn load_study(store: &Store, study_id: i64) -> Result<StudyInput, Load
         }
         let kind = run.kind;
         run_slot.insert(run.id, (ci, cell.runs.len()));
+        let config = serde_json::from_str::<Value>(&run.config_json).unwrap_or(Value::Null);
         // Imports record whether their rows sit on one clock; KV Gate's own runs always do.
-        let clocked = serde_json::from_str::<Value>(&run.config_json)
-            .ok()
-            .and_then(|c| c["import"]["clocked"].as_bool())
-            .unwrap_or(true);
+        let clocked = config["import"]["clocked"].as_bool().unwrap_or(true);
+        let corpus_sha256 = config["corpus"]["items_sha256"].as_str().map(str::to_owned);
+        prompt_slot.insert(run.id, run_prompts.len());
+        run_prompts.push(RunPrompts {
+            corpus: corpus_sha256.clone().map(|items_sha256| CorpusRef {
+                dir: config["corpus"]["dir"].as_str().map(str::to_owned),
+                items_sha256,
+                seed: config["seed"].as_u64(),
+            }),
+            manifest: Some(ci),
+            recomputed: None,
+        });
         cell.runs.push(RunInput {
             run_id: run.id,
             kind,
             clocked,
             requests: Vec::new(),
+            arrivals: RunArrivals::from_config(kind, &config),
+            corpus_sha256,
+            prompt_note: None,
         });
     }
+
     for (cell, evidence) in cells.iter_mut().zip(evidence) {
         evidence.close(cell);
     }
@@ -101,15 +186,35 @@ pub async fn load_study(store: &Store, study_id: i64) -> Result<StudyInput, Load
     // Item ids repeat once per cell and pass: looked up by the borrowed row text, hashed with
     // FNV-1a (ids are short and not attacker-chosen keys of a long-lived table).
     let mut item_index: HashMap<String, u32, BuildHasherDefault<Fnv>> = HashMap::default();
-    let mut last: Option<(i64, usize, usize)> = None;
+    let mut prompts = Prompts::default();
+    let mut corpus_cache: HashMap<String, Result<Vec<FixtureItem>, String>> = HashMap::new();
+    let mut last: Option<(i64, usize, usize, usize)> = None;
     store
         .for_each_measured_request(study_id, |q| {
             let slot = match last {
-                Some((id, ci, ri)) if id == q.run_id => Some((ci, ri)),
-                _ => run_slot.get(&q.run_id).copied(),
+                Some((id, ci, ri, pi)) if id == q.run_id => Some((ci, ri, pi)),
+                _ => run_slot
+                    .get(&q.run_id)
+                    .map(|&(ci, ri)| (ci, ri, prompt_slot[&q.run_id])),
             };
-            let Some((ci, ri)) = slot else { return };
-            last = Some((q.run_id, ci, ri));
+            let Some((ci, ri, pi)) = slot else { return };
+            last = Some((q.run_id, ci, ri, pi));
+            let prompt = match (q.prompt_sha256, q.item_id) {
+                (Some(digest), _) => Some(prompts.intern(digest)),
+                (None, None) => None,
+                (None, Some(id)) => {
+                    let rp = &mut run_prompts[pi];
+                    if rp.recomputed.is_none() {
+                        let found =
+                            recompute(rp, &parsed, &mut corpus_cache, corpora, &mut prompts);
+                        rp.recomputed = Some(found);
+                    }
+                    rp.recomputed
+                        .as_ref()
+                        .and_then(|r| r.as_ref().ok())
+                        .and_then(|m| m.get(id).copied())
+                }
+            };
             let item = q.item_id.map(|id| match item_index.get(id) {
                 Some(&i) => i,
                 None => {
@@ -121,6 +226,7 @@ pub async fn load_study(store: &Store, study_id: i64) -> Result<StudyInput, Load
             });
             cells[ci].runs[ri].requests.push(RequestRow {
                 item,
+                prompt,
                 repeat: q.repeat,
                 status: q.status,
                 planned_ms: q.planned_arrival_ms,
@@ -133,5 +239,62 @@ pub async fn load_study(store: &Store, study_id: i64) -> Result<StudyInput, Load
             });
         })
         .await?;
-    Ok(StudyInput { items, cells })
+    // Say why rows that name an item have no digest: the recomputation failed, or the item is
+    // not in the corpus found.
+    for (run_id, &(ci, ri)) in &run_slot {
+        let run = &mut cells[ci].runs[ri];
+        let missing = run
+            .requests
+            .iter()
+            .any(|r| r.item.is_some() && r.prompt.is_none());
+        if !missing {
+            continue;
+        }
+        run.prompt_note = Some(match &run_prompts[prompt_slot[run_id]].recomputed {
+            Some(Err(why)) => why.clone(),
+            _ => "some items it sent are not in its corpus, so their prompts cannot be recomputed"
+                .to_owned(),
+        });
+    }
+    Ok(StudyInput {
+        items,
+        prompts: prompts.list,
+        cells,
+    })
+}
+
+/// The prompt digests of a run stored without them: each item of its corpus as sent under its
+/// cell's manifest. An error says why they cannot be recomputed.
+fn recompute(
+    run: &RunPrompts,
+    manifests: &[Option<Manifest>],
+    cache: &mut HashMap<String, Result<Vec<FixtureItem>, String>>,
+    corpora: &mut CorpusSource<'_>,
+    prompts: &mut Prompts,
+) -> Result<HashMap<String, u32>, String> {
+    let Some(corpus) = &run.corpus else {
+        return Err(
+            "the run stored no prompt digests and names no corpus to recompute them from".into(),
+        );
+    };
+    let Some(manifest) = run.manifest.and_then(|m| manifests[m].as_ref()) else {
+        return Err("its manifest cannot be read back to recompute prompt digests".into());
+    };
+    let items = cache
+        .entry(corpus.items_sha256.clone())
+        .or_insert_with(|| corpora(corpus))
+        .as_ref()
+        .map_err(|why| {
+            format!(
+                "the run stored no prompt digests and its corpus (items sha256 {}) was not found to recompute them: {why}",
+                corpus.items_sha256
+            )
+        })?;
+    Ok(items
+        .iter()
+        .map(|item| {
+            let digest = item_prompt_sha256(item, manifest);
+            (item.id.clone(), prompts.intern(&digest))
+        })
+        .collect())
 }

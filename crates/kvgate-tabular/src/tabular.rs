@@ -696,6 +696,7 @@ fn build(
         requests.push(RequestRecord {
             index: row as u32,
             item_id: non_empty(take(&mut item_id, row)),
+            prompt_sha256: None,
             planned_arrival_ms: planned_arrival_ms.unwrap_or(dispatch_ms),
             dispatch_ms: Some(dispatch_ms),
             client_delay_ms: planned_arrival_ms.map(|p| dispatch_ms - p),

@@ -115,6 +115,14 @@ export const journeys = [
       assert(label === '' || label.length > 0, 'provenance label read');
       await show(s, 'results-header');
       await ctx.screenshot(s, 'results-cells');
+      // Pairs are the same prompts: the window lists what the CLI lists as unpaired (nothing for
+      // these recordings) and names the operating point the goodput is at.
+      const unpaired = await s.findAll('[data-testid="cell-card"][data-cell="Q8"] [data-testid="unpaired-entry"]');
+      assert(unpaired.length === Math.min(q8.unpaired.length, 20), `unpaired ${unpaired.length}, CLI ${q8.unpaired.length}`);
+      const point = await s.text('[data-testid="cell-card"][data-cell="Q8"] [data-testid="cell-operating-point"]');
+      assert(/closed loop × 1 · admission limit 1/.test(point), `operating point ${point}`);
+      await s.script('document.querySelector(\'[data-testid="cell-card"][data-cell="Q8"] [data-testid="cell-goodput-total"]\')?.scrollIntoView({ block: "start" });');
+      await ctx.screenshot(s, 'results-q8-goodput-point');
 
       // A later change, locked from the CLI, is marked in the window for good.
       const changed = join(ctx.work, 'policy-v2.json');

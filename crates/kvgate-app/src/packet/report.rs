@@ -127,6 +127,60 @@ pub fn render(r: &ReportInput<'_>) -> String {
     }
     h.push_str("</ul>\n");
 
+    // What could not be paired or compared, named before any figure that leaves it out.
+    h.push_str("<h2 id=\"pairs\">Pairs, corpora and operating points</h2>\n<ul>\n");
+    let mut said = false;
+    for c in &a.body.cells {
+        for m in &c.corpus_mismatches {
+            said = true;
+            let _ = writeln!(
+                h,
+                "<li class=\"void\">{}: run {} was sent corpus <code>{}</code>, not the manifest's evaluation corpus <code>{}</code></li>",
+                escape(&c.cell),
+                m.run,
+                escape(&m.run_corpus_sha256),
+                escape(&m.manifest_corpus_sha256)
+            );
+        }
+        if !c.unpaired.is_empty() {
+            said = true;
+            let _ = writeln!(
+                h,
+                "<li>{}: {} left without a pair (listed with their reasons in <code>results/analysis.json</code>, <code>unpaired</code>)</li>",
+                escape(&c.cell),
+                c.unpaired.len()
+            );
+        }
+        if let Some(reason) = c
+            .goodput_comparable
+            .as_ref()
+            .filter(|g| !g.comparable)
+            .and_then(|g| g.reason.as_deref())
+        {
+            said = true;
+            let _ = writeln!(
+                h,
+                "<li>{}: goodput not compared with B0: {}</li>",
+                escape(&c.cell),
+                escape(reason)
+            );
+        }
+        for other in &c.other_points {
+            said = true;
+            let _ = writeln!(
+                h,
+                "<li>{}: runs {:?} at another operating point ({}), not averaged in</li>",
+                escape(&c.cell),
+                other.runs,
+                escape(&other.point.describe())
+            );
+        }
+    }
+    if !said {
+        h.push_str("<li>Every judged item paired with B0 on the same prompt, every run over its manifest's evaluation corpus, every cell's goodput at one operating point.</li>\n");
+    }
+    h.push_str("</ul>\n");
+
     // Policy and limits.
     let _ = write!(
         h,

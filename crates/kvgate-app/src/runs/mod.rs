@@ -201,6 +201,11 @@ pub struct RunDetail {
     pub metrics: Option<MetricSummary>,
     /// Figures the source tool reported about the whole run, verbatim with their unit (imports).
     pub aggregates: Vec<crate::imports::ImportFigure>,
+    /// Set when the run's corpus is not its manifest's evaluation corpus: its items are not the
+    /// ones the manifest froze, and they pair only where the same prompt was sent to B0.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub corpus_mismatch: Option<kvgate_core::pairing::CorpusMismatch>,
 }
 
 /// The phase a progress report belongs to.
@@ -281,7 +286,22 @@ impl App {
 
     /// One run with its requests, verdicts and evidence.
     pub async fn run_detail(&self, run_id: i64) -> Result<RunDetail, AppError> {
-        let run = summary_of(self.store.get_run(run_id).await?);
+        let record = self.store.get_run(run_id).await?;
+        let manifest = self
+            .store
+            .list_manifests(record.study_id)
+            .await?
+            .into_iter()
+            .find(|m| m.id == record.manifest_id)
+            .and_then(|m| Manifest::from_json(&m.text).ok());
+        let run = summary_of(record);
+        let corpus_mismatch = manifest.and_then(|m| {
+            kvgate_core::pairing::corpus_mismatch(
+                run.id,
+                run.config["corpus"]["items_sha256"].as_str(),
+                &m.evaluation_corpus_sha256,
+            )
+        });
         let requests: Vec<RunRequest> = self
             .store
             .run_requests(run_id)
@@ -351,6 +371,7 @@ impl App {
                     unit: a.unit,
                 })
                 .collect(),
+            corpus_mismatch,
         })
     }
 }

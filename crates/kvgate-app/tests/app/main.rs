@@ -7,6 +7,7 @@ mod files;
 mod imports;
 mod manifests;
 mod packet;
+mod pairs;
 mod progress;
 mod review;
 mod runs;

@@ -20,6 +20,7 @@ pub(super) const NEXT_AFTER_REGRESSION: [&str; 3] = [
     "try supported selective layer exclusion (C3) before buying the apparent concurrency gain",
 ];
 
+#[allow(clippy::too_many_arguments)] // the gates' inputs, each one named
 pub(super) fn decide(
     cell: &CellInput,
     valid: bool,
@@ -28,6 +29,7 @@ pub(super) fn decide(
     total: &RepeatSummary,
     b0_total: Option<&RepeatSummary>,
     b0_floors: &[FloorCheck],
+    goodput_not_compared: Option<&str>,
 ) -> CellDecision {
     let mut d = CellDecision {
         outcome: SuggestedOutcome::CollectMoreEvidence,
@@ -139,6 +141,14 @@ pub(super) fn decide(
     };
     // Goodput gate.
     d.goodput_qualifies = match (total.mean, b0_total.and_then(|b| b.mean)) {
+        // Not the same operating point or arrivals: shown side by side, never compared.
+        _ if goodput_not_compared.is_some() => {
+            d.rules.push(format!(
+                "goodput not compared with B0: {}",
+                goodput_not_compared.unwrap_or_default()
+            ));
+            None
+        }
         (Some(c), Some(b)) if c <= b => {
             d.rules
                 .push(format!("useful goodput {c} /s does not exceed B0's {b} /s"));

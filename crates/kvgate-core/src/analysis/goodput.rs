@@ -116,17 +116,11 @@ pub(super) fn run_goodput(policy: &Policy, run: &RunInput) -> Vec<RunGoodput> {
     out
 }
 
+/// Useful goodput of `runs`, the repeats at one operating point (see `points.rs`).
 pub(super) fn goodput(
     policy: &Policy,
-    cell: &CellInput,
+    runs: &[&RunInput],
 ) -> (BTreeMap<String, ClassGoodput>, RepeatSummary) {
-    // Goodput needs arrivals: unclocked runs are left out, whatever their kind.
-    let clocked = || cell.runs.iter().filter(|r| r.clocked);
-    let has_load = clocked().any(|r| r.kind == RunKind::Load);
-    let runs: Vec<&RunInput> = clocked()
-        .filter(|r| !has_load || r.kind == RunKind::Load)
-        .filter(|r| !r.requests.is_empty())
-        .collect();
     let per_run: Vec<Vec<RunGoodput>> = runs.iter().map(|r| run_goodput(policy, r)).collect();
     let buckets = policy.classes.len() + 1;
     let mut out = BTreeMap::new();

@@ -15,12 +15,19 @@
 //!   requests planned in [t0, t0 + interval); a request is good when it is `ok`, accepted by the
 //!   validator (not checked in an "SLO-only" run without verdicts), meets every SLO of its class
 //!   and finished by t0 + interval + drain. Goodput = good / interval. When a cell has load runs,
-//!   only they count; otherwise its quality runs do. Repeats are summarized by mean, sd and a 95%
-//!   t interval.
-//! - **Pairs**: for each fixture item, the first pass of each cell that judged it (lowest run
-//!   id, then lowest repeat) is its answer; a pair is an item judged by both B0 and the
-//!   candidate. b = B0 accepted & candidate rejected, c = the reverse, Δ = (c − b)/n. The rows
-//!   are read in [`reading_order`]: overall, segments (protected first), marginal strata.
+//!   only they count; otherwise its quality runs do. Runs at different operating points
+//!   ([`crate::operating_point`]) are never repeats: a cell's summary is at one point (a
+//!   candidate's at a point it shares with B0), the runs at other points are listed apart.
+//!   Repeats are summarized by mean, sd and a 95% t interval. A candidate is compared with B0
+//!   only at a shared point with the same arrivals ([`CellAnalysis::goodput_comparable`]).
+//! - **Pairs**: an item is keyed by its id **and** the sha256 of the prompt sent
+//!   ([`crate::pairing`]); for each key, the first pass of each cell that judged it (lowest run
+//!   id, then lowest repeat) is its answer; a pair is a key judged by both B0 and the
+//!   candidate. Requests without an item id or a prompt digest never pair; every judged item
+//!   left without a pair is listed with its reason ([`CellAnalysis::unpaired`]).
+//!   b = B0 accepted & candidate rejected, c = the reverse, Δ = (c − b)/n. The rows
+//!   are read in [`reading_order`]: overall, segments (protected first), marginal strata (the
+//!   output-length stratum, by B0's answer, last).
 //! - The **noise floor** pairs B0's first pass with its second pass over the same items.
 //! - **Gates**: each protected segment must be non-inferior at the Bonferroni α (α divided by
 //!   the number of protected segments) and meet its floor; Holm adjusts the McNemar p-values
@@ -33,6 +40,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
+use crate::operating_point::{GoodputComparison, OperatingPoint, RunArrivals};
+use crate::pairing::{corpus_mismatch, CorpusMismatch, Unpaired};
 use crate::policy::{ItemStrata, Policy};
 use crate::run::RequestStatus;
 use crate::stats::{
@@ -44,12 +53,15 @@ mod decide;
 mod goodput;
 mod latency;
 mod pairs;
+mod points;
 
 use decide::decide;
 use goodput::goodput;
 use latency::{class_name, latency};
 pub use pairs::{adjudicated_paired, reading_order};
-use pairs::{count_pairs, first_pass, floors, paired_rows, second_pass};
+use pairs::{count_pairs, first_pass, floors, paired_rows, second_pass, unpaired, Keys};
+use points::goodput_points;
+pub use points::PointRuns;
 
 /// Name of the goodput and latency bucket of requests no class takes.
 pub const UNCLASSIFIED: &str = "(unclassified)";
@@ -59,6 +71,8 @@ pub const UNCLASSIFIED: &str = "(unclassified)";
 pub struct RequestRow {
     /// Index into [`StudyInput::items`], when the request came from a fixture item.
     pub item: Option<u32>,
+    /// Index into [`StudyInput::prompts`]: the sha256 of what was sent, recorded or recomputed.
+    pub prompt: Option<u32>,
     pub repeat: u32,
     pub status: RequestStatus,
     pub planned_ms: f64,
@@ -82,6 +96,13 @@ pub struct RunInput {
     /// send, so arrivals are unknown and the run never enters goodput.
     pub clocked: bool,
     pub requests: Vec<RequestRow>,
+    /// The offered load and arrival identity its configuration records.
+    pub arrivals: RunArrivals,
+    /// `corpus.items_sha256` of its configuration; absent for imports of other tools' files.
+    pub corpus_sha256: Option<String>,
+    /// Why rows of this run that name an item carry no prompt digest (stored before digests
+    /// were recorded, and not recomputable); absent when every row has one.
+    pub prompt_note: Option<String>,
 }
 
 /// What the engine reported about KV capacity and load, gathered from a cell's evidence.
@@ -120,6 +141,10 @@ pub struct CellInput {
     pub invalid_reasons: Vec<String>,
     pub runs: Vec<RunInput>,
     pub capacity: CapacityEvidence,
+    /// The manifest's `evaluation_corpus_sha256`.
+    pub evaluation_corpus_sha256: Option<String>,
+    /// The manifest's scheduler limit on sequences: the admission limit of its operating points.
+    pub admission_limit: Option<u32>,
 }
 
 /// Everything the analysis reads.
@@ -127,6 +152,8 @@ pub struct CellInput {
 pub struct StudyInput {
     /// Fixture item ids referenced by [`RequestRow::item`], with their strata when the id names them.
     pub items: Vec<(String, Option<ItemStrata>)>,
+    /// Prompt digests referenced by [`RequestRow::prompt`].
+    pub prompts: Vec<String>,
     pub cells: Vec<CellInput>,
 }
 
@@ -351,6 +378,21 @@ pub struct CellAnalysis {
     pub floors: Vec<FloorCheck>,
     pub capacity: CapacityEvidence,
     pub decision: CellDecision,
+    /// Judged items (and runs) left without a pair, with why; for a candidate, against B0.
+    /// (Defaults keep analyses written before these fields readable.)
+    #[serde(default)]
+    pub unpaired: Vec<Unpaired>,
+    /// Runs whose corpus is not the manifest's evaluation corpus.
+    #[serde(default)]
+    pub corpus_mismatches: Vec<CorpusMismatch>,
+    /// The operating point the goodput summary is at; absent without goodput runs.
+    pub operating_point: Option<OperatingPoint>,
+    /// Goodput runs at other points: listed, not averaged in.
+    #[serde(default)]
+    pub other_points: Vec<PointRuns>,
+    /// For a candidate with goodput runs on both sides: whether its goodput is compared with
+    /// B0's (a shared point, the same arrivals), and why not.
+    pub goodput_comparable: Option<GoodputComparison>,
 }
 
 /// The analysis of a study under its locked policy.
@@ -387,13 +429,29 @@ fn accepted_share(k: &RequestCounts) -> Option<f64> {
     (k.offered > 0).then(|| k.accepted as f64 / k.offered as f64)
 }
 
+/// What one valid cell's scores are, before its decision.
+struct Scored<'a> {
+    latency: BTreeMap<String, ClassLatency>,
+    goodput: BTreeMap<String, ClassGoodput>,
+    total: RepeatSummary,
+    paired: Vec<PairedRow>,
+    floors: Vec<FloorCheck>,
+    points: Vec<points::Point<'a>>,
+    summary: Option<usize>,
+}
+
 /// Analyzes a study under its policy.
 pub fn analyze(policy: &Policy, input: &StudyInput) -> AnalysisBody {
-    let n_items = input.items.len();
+    let keys = Keys::new(input);
     let b0 = input.cells.iter().find(|c| c.test_cell == TestCell::B0);
-    let b0_pass = b0.map(|c| first_pass(c, n_items));
+    let b0_rows = b0.map(|c| pairs::first_rows(c, &keys));
+    let b0_pass = b0_rows.as_deref().map(pairs::verdicts);
+    let b0_lengths = b0_rows
+        .as_deref()
+        .map(pairs::output_lengths)
+        .unwrap_or_default();
     let noise_floor = b0.and_then(|c| {
-        let second = second_pass(c, n_items);
+        let second = second_pass(c, &keys);
         let (n, b, cc) = count_pairs(b0_pass.as_deref().unwrap_or(&[]), &second, |_| true);
         (n > 0).then(|| NoiseFloor {
             n,
@@ -402,72 +460,130 @@ pub fn analyze(policy: &Policy, input: &StudyInput) -> AnalysisBody {
             flip_rate: (b + cc) as f64 / n as f64,
         })
     });
-    let mut totals: HashMap<&str, RepeatSummary> = HashMap::new();
+    let is_valid = |cell: &CellInput| {
+        cell.invalid_reasons.is_empty() && !matches!(cell.test_cell, TestCell::Invalid { .. })
+    };
+    let b0_points = b0.filter(|c| is_valid(c)).map(goodput_points);
     let mut cells = Vec::new();
     for cell in &input.cells {
-        let valid =
-            cell.invalid_reasons.is_empty() && !matches!(cell.test_cell, TestCell::Invalid { .. });
-        let requests = counts(cell);
-        let mut runs: Vec<i64> = cell.runs.iter().map(|r| r.run_id).collect();
-        runs.sort_unstable();
-        let (latency, goodput, total, paired, floors) = if valid {
-            let (goodput, total) = goodput(policy, cell);
-            let pass = first_pass(cell, n_items);
+        let valid = is_valid(cell);
+        let scored = valid.then(|| {
+            let points = goodput_points(cell);
+            let b0_side = b0_points
+                .as_deref()
+                .filter(|_| cell.test_cell != TestCell::B0);
+            let summary = points::summary_point(&points, b0_side);
+            let runs = summary.map(|i| points[i].runs.as_slice()).unwrap_or(&[]);
+            let (goodput, total) = goodput(policy, runs);
+            let pass = first_pass(cell, &keys);
             let paired = match (&cell.test_cell, &b0_pass) {
                 (TestCell::B0, _) | (_, None) => Vec::new(),
-                (_, Some(base)) => paired_rows(policy, &input.items, base, &pass),
+                (_, Some(base)) => paired_rows(policy, &keys.items, base, &pass, &b0_lengths),
             };
-            (
-                latency(policy, cell),
+            Scored {
+                latency: latency(policy, cell),
                 goodput,
                 total,
                 paired,
-                floors(policy, &input.items, &pass),
-            )
-        } else {
-            (
-                BTreeMap::new(),
-                BTreeMap::new(),
-                repeat_summary(&[]),
-                Vec::new(),
-                Vec::new(),
-            )
-        };
-        totals.insert(cell.cell.as_str(), total.clone());
-        cells.push((
-            cell, valid, requests, runs, latency, goodput, total, paired, floors,
-        ));
+                floors: floors(policy, &keys.items, &pass),
+                points,
+                summary,
+            }
+        });
+        cells.push((cell, valid, scored));
     }
-    let b0_total = b0.and_then(|c| totals.get(c.cell.as_str()));
-    let b0_floors: Vec<FloorCheck> = cells
+    let b0_scored = cells
         .iter()
         .find(|c| c.0.test_cell == TestCell::B0)
-        .map(|c| c.8.clone())
-        .unwrap_or_default();
+        .and_then(|c| c.2.as_ref());
+    let b0_floors: Vec<FloorCheck> = b0_scored.map(|s| s.floors.clone()).unwrap_or_default();
     let cells = cells
-        .into_iter()
-        .map(
-            |(cell, valid, requests, runs, latency, goodput, total, paired, floors)| {
-                let decision = decide(cell, valid, &paired, &floors, &total, b0_total, &b0_floors);
-                CellAnalysis {
-                    cell: cell.cell.clone(),
-                    test_cell: cell.test_cell.clone(),
-                    manifest_sha256: cell.manifest_sha256.clone(),
-                    valid,
-                    invalid_reasons: cell.invalid_reasons.clone(),
-                    runs,
-                    accepted_share: accepted_share(&requests),
-                    requests,
-                    latency,
-                    goodput,
-                    goodput_total: total,
-                    paired,
-                    floors,
-                    capacity: cell.capacity.clone(),
-                    decision,
-                }
-            },
-        )
+        .iter()
+        .map(|(cell, valid, scored)| {
+            let requests = counts(cell);
+            let mut runs: Vec<i64> = cell.runs.iter().map(|r| r.run_id).collect();
+            runs.sort_unstable();
+            let empty = repeat_summary(&[]);
+            let total = scored.as_ref().map_or(&empty, |s| &s.total);
+            let point = scored
+                .as_ref()
+                .and_then(|s| s.summary.map(|i| &s.points[i]));
+            let comparable = match (&b0_points, cell.test_cell == TestCell::B0) {
+                (Some(b), false) if *valid => points::comparison(&cell.cell, point, b),
+                _ => None,
+            };
+            // B0's goodput where the candidate is compared: at the shared point.
+            let b0_at_point = point.and_then(|p| {
+                let b = b0_points.as_deref()?.iter().find(|b| b.point == p.point)?;
+                Some(goodput(policy, &b.runs).1)
+            });
+            let b0_total = b0_at_point.as_ref().or(b0_scored.map(|s| &s.total));
+            let not_compared = comparable
+                .as_ref()
+                .filter(|c| !c.comparable)
+                .and_then(|c| c.reason.as_deref());
+            let (paired, floors) = scored
+                .as_ref()
+                .map_or((&[][..], &[][..]), |s| (&s.paired[..], &s.floors[..]));
+            let decision = decide(
+                cell,
+                *valid,
+                paired,
+                floors,
+                total,
+                b0_total,
+                &b0_floors,
+                not_compared,
+            );
+            let corpus_mismatches = match &cell.evaluation_corpus_sha256 {
+                Some(frozen) => cell
+                    .runs
+                    .iter()
+                    .filter_map(|r| corpus_mismatch(r.run_id, r.corpus_sha256.as_deref(), frozen))
+                    .collect(),
+                None => Vec::new(),
+            };
+            CellAnalysis {
+                cell: cell.cell.clone(),
+                test_cell: cell.test_cell.clone(),
+                manifest_sha256: cell.manifest_sha256.clone(),
+                valid: *valid,
+                invalid_reasons: cell.invalid_reasons.clone(),
+                runs,
+                accepted_share: accepted_share(&requests),
+                requests,
+                latency: scored
+                    .as_ref()
+                    .map(|s| s.latency.clone())
+                    .unwrap_or_default(),
+                goodput: scored
+                    .as_ref()
+                    .map(|s| s.goodput.clone())
+                    .unwrap_or_default(),
+                goodput_total: total.clone(),
+                paired: paired.to_vec(),
+                floors: floors.to_vec(),
+                capacity: cell.capacity.clone(),
+                decision,
+                unpaired: if *valid {
+                    unpaired(input, &keys, cell, b0.filter(|c| is_valid(c)))
+                } else {
+                    Vec::new()
+                },
+                corpus_mismatches,
+                operating_point: point.map(|p| p.point.clone()),
+                other_points: scored
+                    .as_ref()
+                    .map(|s| {
+                        (0..s.points.len())
+                            .filter(|&i| Some(i) != s.summary)
+                            .map(|i| s.points[i].listed())
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                goodput_comparable: comparable,
+            }
+        })
         .collect();
     AnalysisBody {
         classes: policy.classes.iter().map(|c| c.name.clone()).collect(),

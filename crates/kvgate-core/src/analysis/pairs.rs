@@ -1,36 +1,108 @@
 //! Pairs of B0 and a candidate over the same items: passes, paired rows per stratum and segment, floors.
 
-use super::*;
+use std::collections::HashSet;
 
-/// First pass of a cell: per item, whether it was accepted.
-pub(super) fn first_pass(cell: &CellInput, items: usize) -> Vec<Option<bool>> {
-    let mut out = vec![None; items];
-    let mut order: Vec<&RunInput> = cell.runs.iter().collect();
-    order.sort_by_key(|r| r.run_id);
-    let mut best: Vec<Option<(i64, u32)>> = vec![None; items];
-    for run in order {
-        for r in &run.requests {
-            let (Some(i), Some(acc)) = (r.item, r.accepted) else {
+use super::*;
+use crate::pairing::{OutputLength, UnpairedReason};
+
+/// The pair keys of a study: every (item, prompt digest) some cell judged. A pair is a key judged
+/// by both sides; rows without an item id or a prompt digest have no key and never pair.
+pub(super) struct Keys {
+    /// Per key: the item's id and strata (what the rows by stratum read).
+    pub items: Vec<(String, Option<ItemStrata>)>,
+    /// Per key: the item index and the prompt index into the study input.
+    pub item_of: Vec<u32>,
+    pub prompt_of: Vec<u32>,
+    index: HashMap<u64, u32>,
+}
+
+impl Keys {
+    pub fn new(input: &StudyInput) -> Keys {
+        let mut keys = Keys {
+            items: Vec::new(),
+            item_of: Vec::new(),
+            prompt_of: Vec::new(),
+            index: HashMap::new(),
+        };
+        let rows = input
+            .cells
+            .iter()
+            .flat_map(|c| &c.runs)
+            .flat_map(|r| &r.requests);
+        for r in rows.filter(|r| r.accepted.is_some()) {
+            let (Some(item), Some(prompt)) = (r.item, r.prompt) else {
                 continue;
             };
-            let i = i as usize;
-            let key = (run.run_id, r.repeat);
-            if best[i].is_none_or(|b| key < b) {
-                best[i] = Some(key);
-                out[i] = Some(acc);
+            let next = keys.items.len() as u32;
+            let k = *keys.index.entry(key(item, prompt)).or_insert(next);
+            if k == next {
+                keys.items.push(input.items[item as usize].clone());
+                keys.item_of.push(item);
+                keys.prompt_of.push(prompt);
+            }
+        }
+        keys
+    }
+
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    pub fn of(&self, r: &RequestRow) -> Option<usize> {
+        self.index
+            .get(&key(r.item?, r.prompt?))
+            .map(|&k| k as usize)
+    }
+}
+
+fn key(item: u32, prompt: u32) -> u64 {
+    (u64::from(item) << 32) | u64::from(prompt)
+}
+
+/// The row a cell's first pass judged each key with: the lowest (run id, repeat) judging it.
+pub(super) fn first_rows<'a>(cell: &'a CellInput, keys: &Keys) -> Vec<Option<&'a RequestRow>> {
+    let mut out = vec![None; keys.len()];
+    let mut order: Vec<&RunInput> = cell.runs.iter().collect();
+    order.sort_by_key(|r| r.run_id);
+    let mut best: Vec<Option<(i64, u32)>> = vec![None; keys.len()];
+    for run in order {
+        for r in run.requests.iter().filter(|r| r.accepted.is_some()) {
+            let Some(k) = keys.of(r) else {
+                continue;
+            };
+            let at = (run.run_id, r.repeat);
+            if best[k].is_none_or(|b| at < b) {
+                best[k] = Some(at);
+                out[k] = Some(r);
             }
         }
     }
     out
 }
 
-/// Second pass of a cell: per item, the verdict of the second-earliest (run, repeat) judging it.
-pub(super) fn second_pass(cell: &CellInput, items: usize) -> Vec<Option<bool>> {
-    let mut passes: Vec<Vec<((i64, u32), bool)>> = vec![Vec::new(); items];
+/// First pass of a cell: per key, whether it was accepted.
+pub(super) fn first_pass(cell: &CellInput, keys: &Keys) -> Vec<Option<bool>> {
+    verdicts(&first_rows(cell, keys))
+}
+
+pub(super) fn verdicts(rows: &[Option<&RequestRow>]) -> Vec<Option<bool>> {
+    rows.iter().map(|r| r.and_then(|r| r.accepted)).collect()
+}
+
+/// The output-length class of B0's first-pass answer to each key: the stratum of its pairs.
+pub(super) fn output_lengths(rows: &[Option<&RequestRow>]) -> Vec<OutputLength> {
+    rows.iter()
+        .map(|r| OutputLength::of(r.and_then(|r| r.completion_tokens)))
+        .collect()
+}
+
+/// Second pass of a cell: per key, the verdict of the second-earliest (run, repeat) judging it.
+pub(super) fn second_pass(cell: &CellInput, keys: &Keys) -> Vec<Option<bool>> {
+    let mut passes: Vec<Vec<((i64, u32), bool)>> = vec![Vec::new(); keys.len()];
     for run in &cell.runs {
         for r in &run.requests {
-            if let (Some(i), Some(acc)) = (r.item, r.accepted) {
-                passes[i as usize].push(((run.run_id, r.repeat), acc));
+            if let (Some(k), Some(acc)) = (keys.of(r), r.accepted) {
+                passes[k].push(((run.run_id, r.repeat), acc));
             }
         }
     }
@@ -72,6 +144,7 @@ pub(super) fn paired_rows(
     items: &[(String, Option<ItemStrata>)],
     base: &[Option<bool>],
     cand: &[Option<bool>],
+    lengths: &[OutputLength],
 ) -> Vec<PairedRow> {
     let report_margin = policy
         .protected_segments()
@@ -168,6 +241,22 @@ pub(super) fn paired_rows(
     for (&i, p) in protected.iter().zip(adjusted) {
         rows[i].mcnemar_p_holm = Some(p);
     }
+    // Last, so the rows before keep the order their signed evidence has; read as a marginal
+    // stratum. Only classes some pair falls in.
+    for class in OutputLength::ALL {
+        let keep = |i: usize| lengths.get(i) == Some(&class);
+        let paired = (0..base.len()).any(|i| keep(i) && base[i].is_some() && cand[i].is_some());
+        if paired {
+            rows.push(row(
+                class.stratum(),
+                StratumKind::Marginal,
+                false,
+                report_margin,
+                policy.alpha,
+                &keep,
+            ));
+        }
+    }
     rows
 }
 
@@ -240,7 +329,6 @@ pub fn adjudicated_paired(
     candidate: &str,
     labels: &HashMap<String, Option<(bool, bool)>>,
 ) -> Vec<PairedRow> {
-    let n_items = input.items.len();
     let valid = |c: &&CellInput| {
         c.invalid_reasons.is_empty() && !matches!(c.test_cell, TestCell::Invalid { .. })
     };
@@ -258,9 +346,12 @@ pub fn adjudicated_paired(
     ) else {
         return Vec::new();
     };
-    let mut base = first_pass(b0, n_items);
-    let mut pass = first_pass(cand, n_items);
-    for (i, (id, _)) in input.items.iter().enumerate() {
+    let keys = Keys::new(input);
+    let b0_rows = first_rows(b0, &keys);
+    let lengths = output_lengths(&b0_rows);
+    let mut base = verdicts(&b0_rows);
+    let mut pass = first_pass(cand, &keys);
+    for (i, (id, _)) in keys.items.iter().enumerate() {
         if base[i].is_none() || pass[i].is_none() {
             continue;
         }
@@ -276,5 +367,135 @@ pub fn adjudicated_paired(
             }
         }
     }
-    paired_rows(policy, &input.items, &base, &pass)
+    paired_rows(policy, &keys.items, &base, &pass, &lengths)
+}
+
+fn short(sha: &str) -> &str {
+    sha.get(..12).unwrap_or(sha)
+}
+
+/// What of `cell` cannot pair, with why: its runs' requests without an item id or without a
+/// prompt digest and, for a candidate, every item judged on one side only (against B0) or sent
+/// to the two sides with different prompts. Empty for an invalid cell: it is never paired.
+pub(super) fn unpaired(
+    input: &StudyInput,
+    keys: &Keys,
+    cell: &CellInput,
+    b0: Option<&CellInput>,
+) -> Vec<Unpaired> {
+    let mut out = Vec::new();
+    let judged_without_prompt = |c: &CellInput| -> HashSet<u32> {
+        c.runs
+            .iter()
+            .flat_map(|r| &r.requests)
+            .filter(|r| r.accepted.is_some() && r.prompt.is_none())
+            .filter_map(|r| r.item)
+            .collect()
+    };
+    for run in &cell.runs {
+        let no_item = run.requests.iter().filter(|r| r.item.is_none()).count();
+        if no_item > 0 {
+            out.push(Unpaired {
+                key: format!("run {}", run.run_id),
+                reason: UnpairedReason::NoItemId,
+                detail: format!(
+                    "{no_item} requests of run {} name no fixture item: they never pair",
+                    run.run_id
+                ),
+            });
+        }
+        let unknown = run
+            .requests
+            .iter()
+            .filter(|r| r.item.is_some() && r.prompt.is_none() && r.accepted.is_some())
+            .count();
+        if unknown > 0 {
+            out.push(Unpaired {
+                key: format!("run {}", run.run_id),
+                reason: UnpairedReason::PromptUnknown,
+                detail: format!(
+                    "{unknown} judged requests of run {} carry no prompt digest, so no pair can prove the same prompt: {}",
+                    run.run_id,
+                    run.prompt_note
+                        .as_deref()
+                        .unwrap_or("the run recorded none")
+                ),
+            });
+        }
+    }
+    let Some(b0) = b0.filter(|_| cell.test_cell != TestCell::B0) else {
+        return out;
+    };
+    let base = first_rows(b0, keys);
+    let cand = first_rows(cell, keys);
+    // Per item, the keys judged by one side only.
+    let mut one_sided: BTreeMap<&str, (Vec<usize>, Vec<usize>, u32)> = BTreeMap::new();
+    for k in 0..keys.len() {
+        let entry = || (Vec::new(), Vec::new(), keys.item_of[k]);
+        match (base[k].is_some(), cand[k].is_some()) {
+            (true, false) => one_sided
+                .entry(keys.items[k].0.as_str())
+                .or_insert_with(entry)
+                .0
+                .push(k),
+            (false, true) => one_sided
+                .entry(keys.items[k].0.as_str())
+                .or_insert_with(entry)
+                .1
+                .push(k),
+            _ => {}
+        }
+    }
+    let (b_unknown, c_unknown) = (judged_without_prompt(b0), judged_without_prompt(cell));
+    let digests = |ks: &[usize]| {
+        ks.iter()
+            .map(|&k| format!("{}…", short(&input.prompts[keys.prompt_of[k] as usize])))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let name = &cell.cell;
+    for (id, (b_only, c_only, item)) in one_sided {
+        let (reason, detail) = if !b_only.is_empty() && !c_only.is_empty() {
+            (
+                UnpairedReason::PromptDiffers,
+                format!(
+                    "sent to B0 with prompt sha256 {} and to {name} with {}: the same item id, not the same prompt",
+                    digests(&b_only),
+                    digests(&c_only)
+                ),
+            )
+        } else if !b_only.is_empty() && c_unknown.contains(&item) {
+            (
+                UnpairedReason::PromptUnknown,
+                format!("judged by {name} without a prompt digest: the same prompt is not proven"),
+            )
+        } else if !b_only.is_empty() {
+            (
+                UnpairedReason::BaselineOnly,
+                format!(
+                    "judged by B0 only (prompt sha256 {}): not sent to {name} with that prompt",
+                    digests(&b_only)
+                ),
+            )
+        } else if b_unknown.contains(&item) {
+            (
+                UnpairedReason::PromptUnknown,
+                "judged by B0 without a prompt digest: the same prompt is not proven".to_owned(),
+            )
+        } else {
+            (
+                UnpairedReason::CandidateOnly,
+                format!(
+                    "judged by {name} only (prompt sha256 {}): not sent to B0 with that prompt",
+                    digests(&c_only)
+                ),
+            )
+        };
+        out.push(Unpaired {
+            key: id.to_owned(),
+            reason,
+            detail,
+        });
+    }
+    out
 }

@@ -31,6 +31,7 @@ fn req(
 ) -> RequestRow {
     RequestRow {
         item: None,
+        prompt: None,
         repeat: 0,
         status,
         planned_ms: planned,
@@ -51,7 +52,28 @@ fn cell(name: &str, test_cell: TestCell, runs: Vec<RunInput>) -> CellInput {
         invalid_reasons: Vec::new(),
         runs,
         capacity: CapacityEvidence::default(),
+        evaluation_corpus_sha256: None,
+        admission_limit: Some(8),
     }
+}
+
+/// Arrivals every test run shares unless it says otherwise: the same point, the same arrivals.
+fn arrivals(kind: RunKind) -> RunArrivals {
+    match kind {
+        RunKind::Load => RunArrivals {
+            offered: crate::operating_point::OfferedLoad::Rate { per_s: 1.0 },
+            identity: Some("poisson 1 /s, seed 1".into()),
+        },
+        RunKind::Quality => RunArrivals {
+            offered: crate::operating_point::OfferedLoad::Concurrency { requests: 1 },
+            identity: Some("quality pass × 1, seed 1".into()),
+        },
+    }
+}
+
+/// Prompt digests of the test items: item i was sent as prompt i.
+fn digests() -> Vec<String> {
+    (0..1000).map(|i| format!("{i:064x}")).collect()
 }
 
 fn load(run_id: i64, requests: Vec<RequestRow>) -> RunInput {
@@ -60,6 +82,9 @@ fn load(run_id: i64, requests: Vec<RequestRow>) -> RunInput {
         kind: RunKind::Load,
         clocked: true,
         requests,
+        arrivals: arrivals(RunKind::Load),
+        corpus_sha256: None,
+        prompt_note: None,
     }
 }
 
@@ -172,6 +197,7 @@ fn goodput_counts_the_cohort_the_drain_deadline_and_every_miss() {
     let p = policy(SEGMENTS);
     let input = StudyInput {
         items: Vec::new(),
+        prompts: digests(),
         cells: vec![cell("B0", TestCell::B0, vec![load(1, goodput_run())])],
     };
     let a = analyze(&p, &input);
@@ -221,6 +247,7 @@ fn a_run_without_verdicts_counts_slos_only_and_says_so() {
         .collect();
     let input = StudyInput {
         items: Vec::new(),
+        prompts: digests(),
         cells: vec![cell("B0", TestCell::B0, vec![load(1, rows)])],
     };
     let g = &analyze(&p, &input).cells[0].goodput["short"];
@@ -239,6 +266,7 @@ fn an_unclocked_run_feeds_latency_but_never_goodput() {
     unclocked.clocked = false;
     let input = StudyInput {
         items: Vec::new(),
+        prompts: digests(),
         cells: vec![cell("B0", TestCell::B0, vec![unclocked.clone()])],
     };
     let a = analyze(&p, &input);
@@ -252,6 +280,7 @@ fn an_unclocked_run_feeds_latency_but_never_goodput() {
     // Beside a clocked run, only the clocked run is goodput.
     let input = StudyInput {
         items: Vec::new(),
+        prompts: digests(),
         cells: vec![cell(
             "B0",
             TestCell::B0,
@@ -294,6 +323,7 @@ fn repeats_give_mean_sd_and_an_interval() {
     ));
     let input = StudyInput {
         items: Vec::new(),
+        prompts: digests(),
         cells: vec![cell("B0", TestCell::B0, vec![one(1), two])],
     };
     let g = &analyze(&p, &input).cells[0].goodput["short"];
@@ -339,9 +369,13 @@ fn quality(run_id: i64, verdicts: &[bool]) -> RunInput {
                     Some(v),
                 );
                 r.item = Some(i as u32);
+                r.prompt = Some(i as u32);
                 r
             })
             .collect(),
+        arrivals: arrivals(RunKind::Quality),
+        corpus_sha256: None,
+        prompt_note: None,
     }
 }
 
@@ -353,6 +387,7 @@ fn pairs_strata_segments_holm_and_the_noise_floor() {
     let b0_again = [true, true, true, true, true, false, false, true];
     let input = StudyInput {
         items: items(),
+        prompts: digests(),
         cells: vec![
             cell(
                 "B0",
@@ -421,6 +456,7 @@ fn pairs_strata_segments_holm_and_the_noise_floor() {
             "task_type=literal",
             "task_type=numeric",
             "answer_kind=present",
+            "output_length=short",
         ]
     );
     // Floors: C1 accepts 2 of 4 de items = 0.5, exactly the floor.
@@ -457,6 +493,7 @@ fn a_clear_regression_rejects_c1_with_calibrate_and_c2_with_rollback() {
     let p = policy(SEGMENTS);
     let input = StudyInput {
         items: many_items(400),
+        prompts: digests(),
         cells: vec![
             cell("B0", TestCell::B0, vec![many(1, 400, 0)]),
             cell("C1", TestCell::C1, vec![many(2, 400, 3)]),
@@ -515,6 +552,7 @@ fn quality_holding_without_a_goodput_gain_retains_b0_and_a_clear_gain_promotes()
     let better = cell("C1", TestCell::C1, vec![run(5, 300), run(6, 302)]);
     let input = StudyInput {
         items: many_items(400),
+        prompts: digests(),
         cells: vec![b0, same, better],
     };
     let a = analyze(&p, &input);
@@ -545,6 +583,7 @@ fn an_invalid_cell_gets_no_score() {
         .push("invalid — compatibility evidence missing".into());
     let input = StudyInput {
         items: many_items(400),
+        prompts: digests(),
         cells: vec![cell("B0", TestCell::B0, vec![many(1, 400, 0)]), bad],
     };
     let c = &analyze(&p, &input).cells[1];
@@ -572,6 +611,7 @@ fn a_rollback_that_does_not_fit_is_named_with_the_admission_to_reduce_to() {
     });
     let input = StudyInput {
         items: many_items(400),
+        prompts: digests(),
         cells: vec![cell("B0", TestCell::B0, vec![many(1, 400, 0)]), c1],
     };
     let d = &analyze(&p, &input).cells[1].decision;
@@ -589,6 +629,7 @@ fn a_floor_b0_misses_too_is_not_a_regression_and_keeps_b0() {
     let p = policy(SEGMENTS);
     let input = StudyInput {
         items: many_items(400),
+        prompts: digests(),
         cells: vec![
             cell("B0", TestCell::B0, vec![many(1, 400, 1)]),
             cell("C2", TestCell::C2, vec![many(2, 400, 1)]),
@@ -621,6 +662,7 @@ fn adjudications_recount_the_pairs_they_label_and_leave_the_rest() {
     let c1 = [false, true, true, true, false, true, true, true];
     let input = StudyInput {
         items: items(),
+        prompts: digests(),
         cells: vec![
             cell("B0", TestCell::B0, vec![quality(1, &b0)]),
             cell("C1", TestCell::C1, vec![quality(2, &c1)]),
@@ -647,4 +689,430 @@ fn a_cell_without_offered_requests_has_no_accepted_share_rather_than_zero() {
     let c = cell("B0", TestCell::B0, Vec::new());
     assert_eq!(counts(&c).offered, 0);
     assert_eq!(accepted_share(&counts(&c)), None);
+}
+
+use crate::operating_point::OfferedLoad;
+use crate::pairing::UnpairedReason;
+
+fn reasons(c: &CellAnalysis) -> Vec<(&str, UnpairedReason)> {
+    c.unpaired
+        .iter()
+        .map(|u| (u.key.as_str(), u.reason))
+        .collect()
+}
+
+/// The same item id sent with another prompt (another corpus, preset or tokenizer made the same
+/// id) is not a pair: it is left out of every paired row and named.
+#[test]
+fn the_same_item_id_with_another_prompt_is_not_a_pair_and_is_named() {
+    let p = policy(SEGMENTS);
+    let mut c1 = quality(2, &[false; 8]);
+    // Items 0 and 1 were sent to C1 with other prompts (digests 900, 901).
+    c1.requests[0].prompt = Some(900);
+    c1.requests[1].prompt = Some(901);
+    let input = StudyInput {
+        items: items(),
+        prompts: digests(),
+        cells: vec![
+            cell("B0", TestCell::B0, vec![quality(1, &[true; 8])]),
+            cell("C1", TestCell::C1, vec![c1]),
+        ],
+    };
+    let a = analyze(&p, &input);
+    let c = &a.cells[1];
+    let overall = c.paired.iter().find(|r| r.stratum == "overall").unwrap();
+    assert_eq!(
+        (overall.n, overall.b),
+        (6, 6),
+        "items 0 and 1 are not pairs"
+    );
+    assert_eq!(
+        reasons(c),
+        [
+            // By item id.
+            (items()[1].0.as_str(), UnpairedReason::PromptDiffers),
+            (items()[0].0.as_str(), UnpairedReason::PromptDiffers),
+        ]
+    );
+    assert!(
+        c.unpaired[0].detail.contains("not the same prompt"),
+        "{:?}",
+        c.unpaired
+    );
+    assert!(c.unpaired[1].detail.contains(&digests()[900][..12]));
+    // The floor counts C1's own answers, whatever B0 was sent.
+    assert_eq!(c.floors[0].n, 4);
+}
+
+/// Items judged on one side only are listed; requests without an item id never pair, and are
+/// counted per run.
+#[test]
+fn one_sided_items_and_requests_without_an_item_are_listed_never_dropped() {
+    let p = policy(SEGMENTS);
+    let mut b0 = quality(1, &[true; 8]);
+    b0.requests.truncate(6);
+    let mut c1 = quality(2, &[true; 8]);
+    c1.requests.remove(0);
+    // Two requests of C1 name no item, one of them judged all the same.
+    c1.requests[0].item = None;
+    c1.requests.push(req(
+        9.0,
+        Done,
+        Some(9.0),
+        Some(10.0),
+        Some(11.0),
+        10,
+        2,
+        None,
+    ));
+    let input = StudyInput {
+        items: items(),
+        prompts: digests(),
+        cells: vec![
+            cell("B0", TestCell::B0, vec![b0]),
+            cell("C1", TestCell::C1, vec![c1]),
+        ],
+    };
+    let a = analyze(&p, &input);
+    let c = &a.cells[1];
+    let overall = c.paired.iter().find(|r| r.stratum == "overall").unwrap();
+    assert_eq!(overall.n, 4, "items 2..5");
+    let ids = items();
+    assert_eq!(
+        reasons(c),
+        [
+            ("run 2", UnpairedReason::NoItemId),
+            // The runs, then the items by id.
+            (ids[1].0.as_str(), UnpairedReason::BaselineOnly),
+            (ids[0].0.as_str(), UnpairedReason::BaselineOnly),
+            (ids[7].0.as_str(), UnpairedReason::CandidateOnly),
+            (ids[6].0.as_str(), UnpairedReason::CandidateOnly),
+        ]
+    );
+    assert!(
+        c.unpaired[0].detail.starts_with("2 requests of run 2"),
+        "{:?}",
+        c.unpaired[0]
+    );
+    // B0's own list names nothing: every B0 request had an item and a prompt.
+    assert!(a.cells[0].unpaired.is_empty());
+}
+
+/// A run stored without prompt digests whose corpus could not be found does not pair: the
+/// reason says so, per run and per item, with the loader's note.
+#[test]
+fn rows_without_a_prompt_digest_never_pair_and_the_reason_says_why() {
+    let p = policy(SEGMENTS);
+    let mut legacy = quality(2, &[true; 8]);
+    for r in &mut legacy.requests {
+        r.prompt = None;
+    }
+    legacy.prompt_note = Some("corpus abc not found".into());
+    let input = StudyInput {
+        items: items(),
+        prompts: digests(),
+        cells: vec![
+            cell("B0", TestCell::B0, vec![quality(1, &[true; 8])]),
+            cell("C1", TestCell::C1, vec![legacy]),
+        ],
+    };
+    let a = analyze(&p, &input);
+    let c = &a.cells[1];
+    assert_eq!(
+        c.paired.iter().find(|r| r.stratum == "overall").unwrap().n,
+        0
+    );
+    assert_eq!(c.unpaired[0].key, "run 2");
+    assert_eq!(c.unpaired[0].reason, UnpairedReason::PromptUnknown);
+    assert!(c.unpaired[0].detail.contains("corpus abc not found"));
+    assert_eq!(
+        c.unpaired.len(),
+        9,
+        "the run, then each of B0's eight items"
+    );
+    assert!(c.unpaired[1..]
+        .iter()
+        .all(|u| u.reason == UnpairedReason::PromptUnknown));
+}
+
+/// A candidate run over another corpus than its manifest's evaluation corpus is flagged, and
+/// its foreign items (other ids, or the same ids with other prompts) are not paired.
+#[test]
+fn a_candidate_run_over_another_corpus_is_flagged_and_its_foreign_items_not_paired() {
+    let p = policy(SEGMENTS);
+    let frozen = "e".repeat(64);
+    let mut b0_run = quality(1, &[true; 8]);
+    b0_run.corpus_sha256 = Some(frozen.clone());
+    let mut foreign = quality(2, &[false; 8]);
+    foreign.corpus_sha256 = Some("f".repeat(64));
+    for r in &mut foreign.requests {
+        r.prompt = r.prompt.map(|p| p + 500);
+    }
+    let mut b0 = cell("B0", TestCell::B0, vec![b0_run]);
+    b0.evaluation_corpus_sha256 = Some(frozen.clone());
+    let mut c1 = cell("C1", TestCell::C1, vec![foreign]);
+    c1.evaluation_corpus_sha256 = Some(frozen.clone());
+    let input = StudyInput {
+        items: items(),
+        prompts: digests(),
+        cells: vec![b0, c1],
+    };
+    let a = analyze(&p, &input);
+    assert!(a.cells[0].corpus_mismatches.is_empty());
+    let c = &a.cells[1];
+    assert_eq!(c.corpus_mismatches.len(), 1);
+    let m = &c.corpus_mismatches[0];
+    assert_eq!(
+        (m.run, m.run_corpus_sha256.as_str()),
+        (2, "f".repeat(64).as_str())
+    );
+    assert_eq!(m.manifest_corpus_sha256, frozen);
+    assert_eq!(
+        c.paired.iter().find(|r| r.stratum == "overall").unwrap().n,
+        0
+    );
+    assert_eq!(c.unpaired.len(), 8);
+    assert!(c
+        .unpaired
+        .iter()
+        .all(|u| u.reason == UnpairedReason::PromptDiffers));
+    // Not a regression shown, not a pass either: the gate has no pair to read.
+    assert_ne!(c.decision.quality_qualifies, Some(true));
+}
+
+fn at_rate(run_id: i64, per_s: f64, good: usize) -> RunInput {
+    let mut r = load(run_id, Vec::new());
+    r.arrivals = RunArrivals {
+        offered: OfferedLoad::Rate { per_s },
+        identity: Some(format!("poisson {per_s} /s, seed 1")),
+    };
+    r.requests = (0..10)
+        .map(|i| {
+            let t = i as f64 * 100.0;
+            let late = if i < good { 0.0 } else { 500.0 };
+            req(
+                t,
+                Done,
+                Some(t),
+                Some(t + 10.0 + late),
+                Some(t + 50.0 + late),
+                10,
+                5,
+                Some(true),
+            )
+        })
+        .collect();
+    r
+}
+
+/// Runs at two offered rates are two operating points, never repeats: the summary is at one
+/// point and the other run is listed apart, not averaged in.
+#[test]
+fn two_rates_are_not_repeats() {
+    let p = policy(SEGMENTS);
+    let input = StudyInput {
+        items: Vec::new(),
+        prompts: Vec::new(),
+        cells: vec![cell(
+            "B0",
+            TestCell::B0,
+            vec![at_rate(1, 1.0, 10), at_rate(2, 2.0, 2), at_rate(3, 1.0, 8)],
+        )],
+    };
+    let c = &analyze(&p, &input).cells[0];
+    assert_eq!(
+        c.operating_point.as_ref().unwrap().offered,
+        OfferedLoad::Rate { per_s: 1.0 }
+    );
+    assert_eq!(c.operating_point.as_ref().unwrap().admission_limit, Some(8));
+    let g = &c.goodput["short"];
+    assert_eq!(g.repeats.n, 2, "runs 1 and 3 only");
+    assert_eq!(g.good, 18);
+    assert_eq!(g.runs.iter().map(|r| r.run_id).collect::<Vec<_>>(), [1, 3]);
+    assert_eq!(c.other_points.len(), 1);
+    assert_eq!(c.other_points[0].runs, [2]);
+    assert_eq!(
+        c.other_points[0].point.offered,
+        OfferedLoad::Rate { per_s: 2.0 }
+    );
+}
+
+/// A candidate is compared with B0 at a point both share, with B0's figures at that point:
+/// B0's runs at another rate do not enter the comparison.
+#[test]
+fn a_candidate_is_compared_at_the_point_it_shares_with_b0() {
+    let p = policy(SEGMENTS);
+    let input = StudyInput {
+        items: Vec::new(),
+        prompts: Vec::new(),
+        cells: vec![
+            // B0's main point is 1 /s (two runs, good 2 of 10); it also ran at 2 /s (good 10).
+            cell(
+                "B0",
+                TestCell::B0,
+                vec![
+                    at_rate(1, 1.0, 2),
+                    at_rate(2, 1.0, 2),
+                    at_rate(3, 2.0, 10),
+                    at_rate(4, 2.0, 10),
+                ],
+            ),
+            // C1 ran at 2 /s only, good 6 of 10: below B0 there, above B0 at 1 /s.
+            cell(
+                "C1",
+                TestCell::C1,
+                vec![at_rate(5, 2.0, 6), at_rate(6, 2.0, 6)],
+            ),
+        ],
+    };
+    let a = analyze(&p, &input);
+    let c = &a.cells[1];
+    let cmp = c.goodput_comparable.as_ref().unwrap();
+    assert!(cmp.comparable, "{cmp:?}");
+    assert_eq!(
+        cmp.point.as_ref().unwrap().offered,
+        OfferedLoad::Rate { per_s: 2.0 }
+    );
+    assert_eq!(
+        c.decision.goodput_qualifies,
+        Some(false),
+        "{:?}",
+        c.decision.rules
+    );
+    assert!(
+        c.decision
+            .rules
+            .iter()
+            .any(|r| r.contains("does not exceed B0's 1 /s")),
+        "{:?}",
+        c.decision.rules
+    );
+}
+
+/// Arrivals that differ (another trace, another seed) are not compared: shown side by side, and
+/// the goodput gate stays undecided with the reason.
+#[test]
+fn arrival_traces_that_differ_are_not_compared() {
+    let p = policy(SEGMENTS);
+    let trace = |run_id, sha: char, good| {
+        let mut r = at_rate(run_id, 1.0, good);
+        let sha = sha.to_string().repeat(64);
+        r.arrivals = RunArrivals {
+            offered: OfferedLoad::Trace {
+                sha256: sha.clone(),
+            },
+            identity: Some(format!("arrival trace sha256 {sha}")),
+        };
+        r
+    };
+    let input = StudyInput {
+        items: Vec::new(),
+        prompts: Vec::new(),
+        cells: vec![
+            cell("B0", TestCell::B0, vec![trace(1, 'a', 2), trace(2, 'a', 2)]),
+            cell(
+                "C1",
+                TestCell::C1,
+                vec![trace(3, 'b', 10), trace(4, 'b', 10)],
+            ),
+        ],
+    };
+    let a = analyze(&p, &input);
+    let c = &a.cells[1];
+    let cmp = c.goodput_comparable.as_ref().unwrap();
+    assert!(!cmp.comparable);
+    assert!(
+        cmp.reason
+            .as_ref()
+            .unwrap()
+            .contains("no operating point in common"),
+        "{cmp:?}"
+    );
+    assert_eq!(c.decision.goodput_qualifies, None);
+    assert!(c
+        .decision
+        .rules
+        .iter()
+        .any(|r| r.starts_with("goodput not compared with B0")));
+    assert_ne!(c.decision.outcome, SuggestedOutcome::Promote);
+    // Both cells keep their own figures, side by side.
+    assert!(c.goodput_total.mean.unwrap() > a.cells[0].goodput_total.mean.unwrap());
+
+    // The same rate with another arrival seed: the same point, not the same arrivals.
+    let mut other_seed = at_rate(6, 1.0, 10);
+    other_seed.arrivals.identity = Some("poisson 1 /s, seed 2".into());
+    let input = StudyInput {
+        items: Vec::new(),
+        prompts: Vec::new(),
+        cells: vec![
+            cell("B0", TestCell::B0, vec![at_rate(5, 1.0, 2)]),
+            cell("C1", TestCell::C1, vec![other_seed]),
+        ],
+    };
+    let cmp = analyze(&p, &input).cells[1]
+        .goodput_comparable
+        .clone()
+        .unwrap();
+    assert!(!cmp.comparable);
+    assert!(cmp.reason.unwrap().contains("seed 2"));
+}
+
+/// Cells at different admission limits share no operating point.
+#[test]
+fn cells_at_different_admission_limits_are_not_compared() {
+    let p = policy(SEGMENTS);
+    let mut c1 = cell("C1", TestCell::C1, vec![at_rate(2, 1.0, 10)]);
+    c1.admission_limit = Some(16);
+    let input = StudyInput {
+        items: Vec::new(),
+        prompts: Vec::new(),
+        cells: vec![cell("B0", TestCell::B0, vec![at_rate(1, 1.0, 2)]), c1],
+    };
+    let c = &analyze(&p, &input).cells[1];
+    let cmp = c.goodput_comparable.as_ref().unwrap();
+    assert!(!cmp.comparable);
+    assert!(cmp
+        .reason
+        .as_ref()
+        .unwrap()
+        .contains("admission limits differ (B0 8, C1 16)"));
+    assert_eq!(c.decision.goodput_qualifies, None);
+}
+
+/// The output-length stratum puts each pair in the class of B0's answer, so a candidate that
+/// answers shorter does not move its pairs; it is a marginal row read last.
+#[test]
+fn the_output_length_stratum_follows_b0s_answer() {
+    let p = policy(SEGMENTS);
+    let mut b0 = quality(1, &[true; 8]);
+    let mut c1 = quality(2, &[true, false, true, true, true, true, true, true]);
+    for (i, r) in b0.requests.iter_mut().enumerate() {
+        r.completion_tokens = if i < 2 {
+            Some(300)
+        } else if i == 7 {
+            None
+        } else {
+            Some(20)
+        };
+    }
+    for r in &mut c1.requests {
+        r.completion_tokens = Some(5);
+    }
+    let input = StudyInput {
+        items: items(),
+        prompts: digests(),
+        cells: vec![
+            cell("B0", TestCell::B0, vec![b0]),
+            cell("C1", TestCell::C1, vec![c1]),
+        ],
+    };
+    let c = &analyze(&p, &input).cells[1];
+    let row = |name: &str| c.paired.iter().find(|r| r.stratum == name);
+    let long = row("output_length=long").unwrap();
+    assert_eq!((long.n, long.b, long.kind), (2, 1, StratumKind::Marginal));
+    assert_eq!(row("output_length=short").unwrap().n, 5);
+    assert_eq!(row("output_length=unknown").unwrap().n, 1);
+    assert!(row("output_length=medium").is_none(), "no pair there");
+    let last = *reading_order(&c.paired).last().unwrap();
+    assert_eq!(c.paired[last].stratum, "output_length=unknown");
 }

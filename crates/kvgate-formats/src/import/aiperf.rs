@@ -579,6 +579,7 @@ fn build_run(source: &Source, phase: String, mut rows: Vec<Row>) -> Result<Parse
         run.requests.push(RequestRecord {
             index,
             item_id: None,
+            prompt_sha256: None,
             planned_arrival_ms: planned,
             dispatch_ms: Some(dispatch),
             client_delay_ms: row.credit_ns.map(|_| dispatch - planned),

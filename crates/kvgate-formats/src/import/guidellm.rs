@@ -955,6 +955,7 @@ fn record(index: u32, zero: f64, row: Row) -> RequestRecord {
     RequestRecord {
         index,
         item_id: None,
+        prompt_sha256: None,
         planned_arrival_ms: planned,
         dispatch_ms: dispatch,
         // Only a real target makes a delay: without one it was not measured.

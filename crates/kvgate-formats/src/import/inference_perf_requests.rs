@@ -54,6 +54,7 @@ pub fn parse(source: &Source, reader: impl BufRead) -> Result<ParsedImport, Impo
         run.requests.push(RequestRecord {
             index: index as u32,
             item_id: None,
+            prompt_sha256: None,
             planned_arrival_ms: dispatch,
             dispatch_ms: Some(dispatch),
             client_delay_ms: None,

@@ -805,6 +805,7 @@ fn to_run(
             RequestRecord {
                 index: i as u32,
                 item_id: None,
+                prompt_sha256: None,
                 planned_arrival_ms: start_ms - queue.unwrap_or(0.0),
                 dispatch_ms: Some(start_ms),
                 client_delay_ms: queue,
@@ -828,6 +829,7 @@ fn to_run(
             RequestRecord {
                 index: i as u32,
                 item_id: None,
+                prompt_sha256: None,
                 planned_arrival_ms: start_ms - queue.unwrap_or(0.0),
                 dispatch_ms: Some(start_ms),
                 client_delay_ms: queue,

@@ -80,6 +80,11 @@ async fn open_loop_accounts_for_every_request_and_keeps_its_schedule() {
             r.item_id.as_deref(),
             Some(format!("item-{}", i % 3).as_str())
         );
+        // Each record carries the digest of the body it sent.
+        assert_eq!(
+            r.prompt_sha256.as_deref(),
+            Some(requests(3)[i % 3].prompt_sha256.as_str())
+        );
         assert!(r.client_delay_ms.unwrap() >= 0.0);
     }
     // How closely dispatch keeps the schedule is a figure of `make bench` (dispatch lag p50/p99/max
@@ -208,6 +213,8 @@ async fn cancelling_marks_undispatched_requests_and_abandons_running_ones() {
         assert_eq!(r.status, RequestStatus::Rejected);
         assert_eq!(r.error.as_deref(), Some(CANCELLED_BEFORE_DISPATCH));
         assert_eq!((r.client_delay_ms, r.http_status), (None, None));
+        // Never sent, but planned with its prompt: the digest names what would have gone.
+        assert!(r.prompt_sha256.is_some(), "{r:?}");
         assert!(r.planned_arrival_ms >= 250.0, "{r:?}");
     }
     // The last report counts every planned request as finished, the undispatched as failed.

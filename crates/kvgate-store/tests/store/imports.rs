@@ -45,6 +45,7 @@ fn record(index: u32, status: RequestStatus) -> RequestRecord {
     RequestRecord {
         index,
         item_id: None,
+        prompt_sha256: None,
         planned_arrival_ms: f64::from(index),
         dispatch_ms: Some(f64::from(index)),
         client_delay_ms: None,

@@ -4,6 +4,7 @@ mod imports;
 mod manifests;
 mod runs;
 mod studies;
+mod study_input;
 
 use kvgate_store::Store;
 use tempfile::TempDir;

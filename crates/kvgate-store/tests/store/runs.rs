@@ -48,6 +48,7 @@ fn record(index: u32) -> RequestRecord {
     RequestRecord {
         index,
         item_id: Some(format!("item-{index}")),
+        prompt_sha256: None,
         planned_arrival_ms: 10.0 * f64::from(index),
         dispatch_ms: Some(10.0 * f64::from(index) + 0.25),
         client_delay_ms: Some(0.25),
@@ -112,6 +113,7 @@ fn requests() -> Vec<StoredRequest> {
     let never_sent = RequestRecord {
         index: 2,
         item_id: None,
+        prompt_sha256: None,
         planned_arrival_ms: 20.0,
         dispatch_ms: None,
         client_delay_ms: None,

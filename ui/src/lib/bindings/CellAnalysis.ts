@@ -3,11 +3,16 @@ import type { CapacityEvidence } from "./CapacityEvidence";
 import type { CellDecision } from "./CellDecision";
 import type { ClassGoodput } from "./ClassGoodput";
 import type { ClassLatency } from "./ClassLatency";
+import type { CorpusMismatch } from "./CorpusMismatch";
 import type { FloorCheck } from "./FloorCheck";
+import type { GoodputComparison } from "./GoodputComparison";
+import type { OperatingPoint } from "./OperatingPoint";
 import type { PairedRow } from "./PairedRow";
+import type { PointRuns } from "./PointRuns";
 import type { RepeatSummary } from "./RepeatSummary";
 import type { RequestCounts } from "./RequestCounts";
 import type { TestCell } from "./TestCell";
+import type { Unpaired } from "./Unpaired";
 
 /**
  * The analysis of one test cell.
@@ -26,4 +31,26 @@ latency: { [key in string]: ClassLatency }, goodput: { [key in string]: ClassGoo
 /**
  * Mean useful goodput summed over the classes, and its repeat variation.
  */
-goodput_total: RepeatSummary, paired: Array<PairedRow>, floors: Array<FloorCheck>, capacity: CapacityEvidence, decision: CellDecision, };
+goodput_total: RepeatSummary, paired: Array<PairedRow>, floors: Array<FloorCheck>, capacity: CapacityEvidence, decision: CellDecision, 
+/**
+ * Judged items (and runs) left without a pair, with why; for a candidate, against B0.
+ * (Defaults keep analyses written before these fields readable.)
+ */
+unpaired: Array<Unpaired>, 
+/**
+ * Runs whose corpus is not the manifest's evaluation corpus.
+ */
+corpus_mismatches: Array<CorpusMismatch>, 
+/**
+ * The operating point the goodput summary is at; absent without goodput runs.
+ */
+operating_point: OperatingPoint | null, 
+/**
+ * Goodput runs at other points: listed, not averaged in.
+ */
+other_points: Array<PointRuns>, 
+/**
+ * For a candidate with goodput runs on both sides: whether its goodput is compared with
+ * B0's (a shared point, the same arrivals), and why not.
+ */
+goodput_comparable: GoodputComparison | null, };

@@ -14,6 +14,12 @@ index: number,
  */
 item_id: string | null, 
 /**
+ * sha256 of what was sent (`kvgate_core::pairing::prompt_sha256`: messages, decoding
+ * parameters, output cap, stops); absent in records made before it was recorded and in
+ * other tools' files.
+ */
+prompt_sha256?: string, 
+/**
  * When the schedule wanted the request sent. Closed loop: when a worker became free for it.
  */
 planned_arrival_ms: number, 

@@ -11,7 +11,7 @@ vi.mock('$lib/ipc', async (importOriginal) => ({
 
 import * as ipc from '$lib/ipc';
 import { Workspace } from '$lib/workspace.svelte';
-import { analysis, charts, results as resultsOf } from './results-fixture';
+import { analysis, cell, charts, results as resultsOf } from './results-fixture';
 import ResultsScreen from './ResultsScreen.svelte';
 import { ResultsModel } from './results.svelte';
 
@@ -269,5 +269,38 @@ describe('Results screen', () => {
     setup();
     expect((await screen.findByTestId('results-no-cells')).textContent).toContain('nothing to analyze');
     expect(document.querySelector('img')).toBeNull();
+  });
+
+  it('lists what was left unpaired, flags a run over another corpus and says why goodput is not compared', async () => {
+    const unpaired = Array.from({ length: 23 }, (_, i) => ({
+      key: `evaluation-7-en-short-begin-literal-present-${String(i).padStart(3, '0')}`,
+      reason: i === 0 ? ('prompt_differs' as const) : ('baseline_only' as const),
+      detail: i === 0 ? 'sent to B0 with prompt sha256 aaaa… and to C1 with bbbb…: the same item id, not the same prompt' : 'judged by B0 only',
+    }));
+    const c1 = cell('C1', {
+      unpaired,
+      corpus_mismatches: [{ run: 3, run_corpus_sha256: 'b'.repeat(64), manifest_corpus_sha256: 'e'.repeat(64) }],
+      goodput_comparable: { comparable: false, point: null, reason: 'admission limits differ (B0 64, C1 128)' },
+      other_points: [{ point: { offered: { kind: 'rate', per_s: 4 }, admission_limit: 128 }, runs: [9] }],
+    });
+    ipcMock.studyResults.mockResolvedValue(resultsOf({ cells: [cell('B0'), c1] }));
+    setup();
+    const card = (await screen.findAllByTestId('cell-card')).find((c) => c.dataset['cell'] === 'C1')!;
+    expect(within(card).getByTestId('cell-unpaired-count').textContent).toBe('23');
+    const entries = within(card).getAllByTestId('unpaired-entry');
+    expect(entries).toHaveLength(20);
+    expect(entries[0]!.dataset['reason']).toBe('prompt_differs');
+    expect(entries[0]!.textContent).toContain('same item id, another prompt');
+    expect(within(card).getByTestId('cell-unpaired').textContent).toContain('and 3 more');
+    expect(within(card).getByTestId('cell-corpus-mismatch').textContent).toContain("not the manifest's evaluation");
+    expect(within(card).getByTestId('cell-goodput-not-compared').textContent).toContain(
+      'Not compared with B0: admission limits differ (B0 64, C1 128)',
+    );
+    expect(within(card).getByTestId('cell-operating-point').textContent).toContain('2 req/s offered · admission limit 64');
+    expect(within(card).getByTestId('cell-other-points').textContent).toContain('4 req/s offered · admission limit 128');
+    // B0 with nothing unpaired shows no list.
+    const b0 = (await screen.findAllByTestId('cell-card')).find((c) => c.dataset['cell'] === 'B0')!;
+    expect(within(b0).queryByTestId('cell-unpaired')).toBeNull();
+    expect(within(b0).queryByTestId('cell-corpus-mismatch')).toBeNull();
   });
 });

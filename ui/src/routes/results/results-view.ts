@@ -3,11 +3,13 @@
 // `study_results`; nothing here decides a verdict, a gate or an outcome.
 
 import type { NoiseFloor } from '$lib/bindings/NoiseFloor';
+import type { OperatingPoint } from '$lib/bindings/OperatingPoint';
+import type { UnpairedReason } from '$lib/bindings/UnpairedReason';
 import type { PairedVerdict } from '$lib/bindings/PairedVerdict';
 import type { SloMisses } from '$lib/bindings/SloMisses';
 import type { SuggestedOutcome } from '$lib/bindings/SuggestedOutcome';
 import type { TestCell } from '$lib/bindings/TestCell';
-import { ABSENT, formatCode, formatCount, formatShare } from '$lib/format';
+import { ABSENT, formatCode, formatCount, formatNumber, formatShare } from '$lib/format';
 
 /** A verdict of a paired row in words. There is no "equivalent": an undecided row asks for more evidence. */
 export function verdictLabel(verdict: PairedVerdict): string {
@@ -91,4 +93,30 @@ export function missesList(misses: SloMisses): string[] {
     ['timing_missing', 'timing missing'],
   ];
   return names.filter(([key]) => misses[key] > 0).map(([key, label]) => `${label} ${formatCount(misses[key])}`);
+}
+
+/** Why an item (or a run's requests) was left without a pair, in words. */
+export const UNPAIRED_REASON_LABEL: Record<UnpairedReason, string> = {
+  baseline_only: 'judged by B0 only',
+  candidate_only: 'judged by the candidate only',
+  prompt_differs: 'same item id, another prompt',
+  prompt_unknown: 'prompt not proven (no digest)',
+  no_item_id: 'no item id: never paired',
+};
+
+/** An operating point in words: the load offered and the admission limit, e.g. "2 req/s offered · admission limit 64". */
+export function operatingPointLabel(point: OperatingPoint): string {
+  const o = point.offered;
+  const offered =
+    o.kind === 'rate'
+      ? `${formatNumber(o.per_s)} req/s offered`
+      : o.kind === 'trace'
+        ? `arrival trace ${o.sha256.slice(0, 12)}…`
+        : o.kind === 'concurrency'
+          ? `closed loop × ${formatCount(o.requests)}`
+          : o.kind === 'unbounded'
+            ? 'all requests at once'
+            : 'offered load unknown';
+  const limit = point.admission_limit === null ? 'unknown' : formatCount(point.admission_limit);
+  return `${offered} · admission limit ${limit}`;
 }

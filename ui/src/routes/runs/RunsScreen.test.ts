@@ -445,6 +445,19 @@ describe('Runs screen', () => {
     expect([...counter.querySelectorAll('td')].map((td) => td.textContent)).toEqual(['generation_tokens_total', '120', '10', '130', '0']);
   });
 
+  it('flags a run sent another corpus than its manifest froze, and says none for the others', async () => {
+    ipcMock.listRuns.mockResolvedValue([summary(5, 'completed')]);
+    ipcMock.runDetail.mockResolvedValue(
+      detail({ corpus_mismatch: { run: 5, run_corpus_sha256: 'a'.repeat(64), manifest_corpus_sha256: 'e'.repeat(64) } }),
+    );
+    setup();
+    await fireEvent.click(await screen.findByTestId('run-row-open'));
+    const flag = await screen.findByTestId('run-detail-corpus-mismatch');
+    expect(flag.textContent).toContain("Another corpus than the manifest's");
+    expect(flag.querySelectorAll('code')[0]!.getAttribute('title')).toBe('a'.repeat(64));
+    expect(flag.querySelectorAll('code')[1]!.getAttribute('title')).toBe('e'.repeat(64));
+  });
+
   it('shows a failed startup, the engine, every KV cache and vLLM capacity lines from the log', async () => {
     const failed = 'ERROR 03-18 06:41:51 [core.py:866] EngineCore failed to start.';
     const swa = 'llama_kv_cache: size =   40.00 MiB (  1024 cells,  20 layers,  1/1 seqs), K (f16):   20.00 MiB, V (f16):   20.00 MiB';

@@ -1,0 +1,224 @@
+//! The loader against a real SQLite file: prompt digests recorded, recomputed for rows stored
+//! before they were, and missing (with the reason) when the corpus cannot be found.
+
+use kvgate_core::analysis::analyze;
+use kvgate_core::fixtures::FixtureItem;
+use kvgate_core::manifest::Manifest;
+use kvgate_core::pairing::{item_prompt_sha256, UnpairedReason};
+use kvgate_core::policy::Policy;
+use kvgate_core::run::{RequestRecord, RequestStatus};
+use kvgate_core::study::{NewStudy, Provenance};
+use kvgate_core::validator::Verdict;
+use kvgate_store::study_input::{load_study, CorpusRef};
+use kvgate_store::{NewRun, RunKind, RunProvenance, RunState, Store, StoreError, StoredRequest};
+use serde_json::json;
+
+use crate::fresh;
+
+const B0: &str = include_str!("../../../../fixtures/manifests/smollm2-135m-cpu-b0.json");
+const Q8: &str = include_str!("../../../../fixtures/manifests/smollm2-135m-cpu-q8.json");
+const ITEMS: &str = include_str!("../../../../fixtures/demo/corpus/items.jsonl");
+const POLICY: &str = include_str!("../../../../fixtures/policies/demo-cpu.json");
+
+fn items() -> Vec<FixtureItem> {
+    ITEMS
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn demo_sha() -> String {
+    kvgate_core::canonical::sha256_hex(ITEMS.as_bytes())
+}
+
+async fn frozen(store: &Store, sid: i64, cell: &str, text: &str) -> i64 {
+    store.save_manifest_draft(sid, cell, text).await.unwrap();
+    let digest = Manifest::from_json(text).unwrap().digest().unwrap();
+    store
+        .freeze_manifest(sid, cell, text, &digest)
+        .await
+        .unwrap()
+        .id
+}
+
+/// A finished quality run of `cell` over the corpus `corpus_sha`, one judged request per item,
+/// each with the digest `digest(item)` gives (None: stored before digests were recorded).
+async fn run(
+    store: &Store,
+    sid: i64,
+    manifest_id: i64,
+    corpus_sha: &str,
+    items: &[FixtureItem],
+    digest: impl Fn(&FixtureItem) -> Option<String>,
+) -> Result<i64, StoreError> {
+    let config = json!({"kind": "quality", "seed": 7, "concurrency": 1, "repeats": 1,
+        "corpus": {"dir": "fixtures/elsewhere", "items_sha256": corpus_sha}});
+    let run = store
+        .create_run(&NewRun {
+            study_id: sid,
+            manifest_id,
+            kind: RunKind::Quality,
+            label: "quality".into(),
+            provenance: RunProvenance::Recorded,
+            config_json: config.to_string(),
+            config_sha256: kvgate_core::canonical::canonical_sha256(&config),
+            wall_anchor_unix_ms: 1_780_000_000_000,
+            started_at: "2026-12-01T10:00:00.000Z".into(),
+            owner_pid: None,
+        })
+        .await
+        .unwrap();
+    let requests: Vec<StoredRequest> = items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| StoredRequest {
+            record: RequestRecord {
+                index: i as u32,
+                item_id: Some(item.id.clone()),
+                prompt_sha256: digest(item),
+                planned_arrival_ms: i as f64 * 100.0,
+                dispatch_ms: Some(i as f64 * 100.0),
+                client_delay_ms: Some(0.0),
+                first_token_ms: Some(i as f64 * 100.0 + 10.0),
+                chunk_times_ms: vec![],
+                finish_ms: Some(i as f64 * 100.0 + 50.0),
+                status: RequestStatus::Ok,
+                http_status: Some(200),
+                error: None,
+                output_text: "{}".into(),
+                prompt_tokens: Some(500),
+                completion_tokens: Some(20),
+                cached_prompt_tokens: None,
+                finish_reason: Some("stop".into()),
+                engine_timings: None,
+            },
+            repeat: 0,
+            warmup: false,
+            verdict: Some(Verdict {
+                accepted: i % 2 == 0,
+                reasons: vec![],
+                fenced: false,
+                extracted: None,
+                detail: vec![],
+            }),
+        })
+        .collect();
+    store
+        .finish_run(
+            run.id,
+            RunState::Completed,
+            Some(1000.0),
+            Some(items.len() as i64),
+            None,
+            &requests,
+            &[],
+            &[],
+        )
+        .await
+        .map(|r| r.id)
+}
+
+/// Rows stored without a digest (the committed recordings) pair with rows that recorded one,
+/// through the digest recomputed from the corpus and the manifest; when the corpus is not found
+/// the rows do not pair and the run says why; a malformed digest is refused on write.
+#[tokio::test]
+async fn legacy_rows_pair_with_the_recomputed_digest_and_an_unknown_corpus_is_named() {
+    let (_dir, store) = fresh().await;
+    let sid = store
+        .insert_study(
+            &NewStudy {
+                name: "pairs".into(),
+                description: String::new(),
+            },
+            Provenance::User,
+        )
+        .await
+        .unwrap()
+        .id;
+    let b0 = frozen(&store, sid, "B0", B0).await;
+    let q8 = frozen(&store, sid, "Q8", Q8).await;
+    let q8_manifest = Manifest::from_json(Q8).unwrap();
+    let all = items();
+    let four = &all[..4];
+    let sha = demo_sha();
+    // B0: recorded before digests existed.
+    run(&store, sid, b0, &sha, four, |_| None).await.unwrap();
+    // Q8: digests recorded when sent.
+    let recorded = run(&store, sid, q8, &sha, four, |i| {
+        Some(item_prompt_sha256(i, &q8_manifest))
+    })
+    .await
+    .unwrap();
+    // Q8 again, legacy, over a corpus nobody can find.
+    let lost = run(&store, sid, q8, &"f".repeat(64), four, |_| None)
+        .await
+        .unwrap();
+    // A digest that is not one is refused, naming the request and the field.
+    let err = run(&store, sid, q8, &sha, four, |_| Some("not-a-digest".into()))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("prompt_sha256"), "{err}");
+
+    let mut asked: Vec<String> = Vec::new();
+    let mut corpora = |c: &CorpusRef| {
+        asked.push(c.items_sha256.clone());
+        if c.items_sha256 == demo_sha() {
+            Ok(items())
+        } else {
+            Err(format!("no corpus {}", c.items_sha256))
+        }
+    };
+    let mut input = load_study(&store, sid, &mut corpora).await.unwrap();
+    // Each corpus is looked up once.
+    asked.sort();
+    assert_eq!(asked, [demo_sha(), "f".repeat(64)]);
+
+    let rows = |cell: usize, run: i64| -> Vec<Option<&str>> {
+        input.cells[cell]
+            .runs
+            .iter()
+            .find(|r| r.run_id == run)
+            .unwrap()
+            .requests
+            .iter()
+            .map(|r| r.prompt.map(|p| input.prompts[p as usize].as_str()))
+            .collect()
+    };
+    let b0_run = input.cells[0].runs[0].run_id;
+    // B0's recomputed digests are the ones Q8 recorded: the same prompt, proven.
+    assert_eq!(rows(0, b0_run), rows(1, recorded));
+    assert!(rows(0, b0_run).iter().all(Option::is_some));
+    assert!(rows(1, lost).iter().all(Option::is_none));
+    let note = input.cells[1]
+        .runs
+        .iter()
+        .find(|r| r.run_id == lost)
+        .unwrap()
+        .prompt_note
+        .clone()
+        .unwrap();
+    assert!(
+        note.contains("was not found") && note.contains("no corpus ffff"),
+        "{note}"
+    );
+    assert_eq!(input.cells[0].admission_limit, Some(1));
+    assert_eq!(
+        input.cells[1].evaluation_corpus_sha256.as_deref(),
+        Some(sha.as_str())
+    );
+
+    // These runs carry no startup evidence: take the cells as valid to read their pairs.
+    for c in &mut input.cells {
+        c.invalid_reasons.clear();
+    }
+    let policy = Policy::from_json_text(POLICY).unwrap();
+    let a = analyze(&policy, &input);
+    let q8 = &a.cells[1];
+    let overall = q8.paired.iter().find(|r| r.stratum == "overall").unwrap();
+    assert_eq!(overall.n, 4);
+    assert_eq!(q8.unpaired.len(), 1, "{:?}", q8.unpaired);
+    assert_eq!(q8.unpaired[0].key, format!("run {lost}"));
+    assert_eq!(q8.unpaired[0].reason, UnpairedReason::PromptUnknown);
+    assert_eq!(q8.corpus_mismatches.len(), 1);
+    assert_eq!(q8.corpus_mismatches[0].run, lost);
+}
