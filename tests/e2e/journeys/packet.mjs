@@ -60,7 +60,7 @@ export const journeys = [
       await ctx.screenshot(s, 'packet-exported');
 
       // The CLI verifies what the app wrote, and its index is the one shown.
-      const ok = ctx.kvgateStatus(['packet', 'verify', out]);
+      const ok = ctx.kvgateStatus(['--db', db, 'packet', 'verify', out]);
       assert(ok.code === 0 && ok.out.startsWith(`verified: ${files.length} files listed in index.json match`), `verify: ${ok.code} ${ok.out}`);
       const index = readFileSync(join(out, 'index.json'));
       const { createHash } = await import('node:crypto');
@@ -89,7 +89,7 @@ export const journeys = [
       const bytes = readFileSync(target);
       bytes[20] = bytes[20] === 0x41 ? 0x42 : 0x41;
       writeFileSync(target, bytes);
-      const bad = ctx.kvgateStatus(['packet', 'verify', out]);
+      const bad = ctx.kvgateStatus(['--db', db, 'packet', 'verify', out]);
       assert(bad.code === 1 && bad.out.includes('modified: results/paired.csv: expected sha256 '), `verify after the edit: ${bad.code} ${bad.out}`);
       await s.click('[data-testid="packet-verify"]');
       await s.waitFor('[data-testid="packet-verification"][data-verified="false"]', { timeoutMs: 30000 });
