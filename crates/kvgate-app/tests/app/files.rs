@@ -2,26 +2,15 @@
 //! shows, as PNG that document drawn with its title; a run file is what `kvgate run export`
 //! writes. Refusals come before anything is offered for saving.
 
-use kvgate_app::analysis::LockPolicyInput;
 use kvgate_app::charts::{ChartSpec, LatencyMetric};
 use kvgate_app::files::{save_file, ChartFormat};
 use kvgate_app::ErrorCode;
 
-use crate::{import_demo, study_with_demo_runs, ROOT};
+use crate::{locked_demo_study, study_with_demo_runs, ROOT};
 
 async fn locked_demo(dir: &tempfile::TempDir) -> (kvgate_app::App, i64) {
     std::env::set_current_dir(ROOT).unwrap();
-    let (app, sid) = study_with_demo_runs(dir).await;
-    app.lock_policy(LockPolicyInput {
-        study_id: sid,
-        policy_json: std::fs::read_to_string(format!("{ROOT}fixtures/policies/demo-cpu.json"))
-            .unwrap(),
-        locked_by: "owner".into(),
-    })
-    .await
-    .unwrap();
-    import_demo(&app, sid).await;
-    (app, sid)
+    locked_demo_study(dir).await
 }
 
 #[tokio::test]

@@ -56,6 +56,26 @@ pub async fn study_with_demo_runs(dir: &tempfile::TempDir) -> (App, i64) {
     .await
 }
 
+/// Locks the demo's CPU policy (`fixtures/policies/demo-cpu.json`) on a study, as its owner.
+pub async fn lock_demo_policy(app: &App, study_id: i64) {
+    app.lock_policy(kvgate_app::analysis::LockPolicyInput {
+        study_id,
+        policy_json: std::fs::read_to_string(format!("{ROOT}fixtures/policies/demo-cpu.json"))
+            .unwrap(),
+        locked_by: "owner".into(),
+    })
+    .await
+    .unwrap();
+}
+
+/// B0 and Q8 frozen, the demo policy locked, then the demo's recorded runs imported.
+pub async fn locked_demo_study(dir: &tempfile::TempDir) -> (App, i64) {
+    let (app, sid) = study_with_demo_runs(dir).await;
+    lock_demo_policy(&app, sid).await;
+    import_demo(&app, sid).await;
+    (app, sid)
+}
+
 /// The demo's recorded llama.cpp runs imported into B0 and Q8.
 pub async fn import_demo(app: &App, study_id: i64) {
     for (cell, file) in [("B0", "b0-f16"), ("Q8", "q8-q8_0")] {

@@ -5,14 +5,13 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use kvgate_app::analysis::LockPolicyInput;
 use kvgate_app::packet::{open_packet, verify_packet, PacketExportInput, PacketIndex};
 use kvgate_app::recovery::RecordRecoveryInput;
 use kvgate_app::{App, ErrorCode};
 use kvgate_core::fixtures::FixtureItem;
 use kvgate_core::validator::ExpectedAnswer;
 
-use crate::{import_demo, study_with_demo_runs, ROOT};
+use crate::{locked_demo_study, ROOT};
 
 /// The recorded runs name their corpus relative to the repository, as `make run` starts there.
 fn at_repository_root() {
@@ -21,16 +20,7 @@ fn at_repository_root() {
 
 async fn demo(dir: &tempfile::TempDir) -> (App, i64) {
     at_repository_root();
-    let (app, sid) = study_with_demo_runs(dir).await;
-    app.lock_policy(LockPolicyInput {
-        study_id: sid,
-        policy_json: std::fs::read_to_string(format!("{ROOT}fixtures/policies/demo-cpu.json"))
-            .unwrap(),
-        locked_by: "owner".into(),
-    })
-    .await
-    .unwrap();
-    import_demo(&app, sid).await;
+    let (app, sid) = locked_demo_study(dir).await;
     app.record_recovery_plan(RecordRecoveryInput {
         study_id: sid,
         plan_json: std::fs::read_to_string(format!("{ROOT}fixtures/recovery/demo-cpu.json"))

@@ -1,9 +1,7 @@
 //! Pairs are the same prompts, proven: the committed recordings still pair as before, a run over
 //! another corpus is flagged everywhere it is shown and its foreign items do not pair.
 
-use kvgate_app::analysis::LockPolicyInput;
 use kvgate_app::packet::PacketExportInput;
-use kvgate_app::App;
 use kvgate_core::checklist::{Check, CheckEvidence};
 use kvgate_core::fixtures::FixtureItem;
 use kvgate_core::manifest::Manifest;
@@ -11,18 +9,7 @@ use kvgate_core::pairing::{item_prompt_sha256, UnpairedReason};
 use kvgate_core::run::RunProvenance;
 use serde_json::Value;
 
-use crate::{import_demo, study_with_cells, study_with_demo_runs, ROOT};
-
-async fn lock(app: &App, sid: i64) {
-    app.lock_policy(LockPolicyInput {
-        study_id: sid,
-        policy_json: std::fs::read_to_string(format!("{ROOT}fixtures/policies/demo-cpu.json"))
-            .unwrap(),
-        locked_by: "owner".into(),
-    })
-    .await
-    .unwrap();
-}
+use crate::{import_demo, lock_demo_policy, study_with_cells, study_with_demo_runs, ROOT};
 
 fn overall(a: &kvgate_app::analysis::StudyAnalysis, cell: &str) -> (u64, u64, u64) {
     let c = a.body.cells.iter().find(|c| c.cell == cell).unwrap();
@@ -37,7 +24,7 @@ fn overall(a: &kvgate_app::analysis::StudyAnalysis, cell: &str) -> (u64, u64, u6
 async fn the_committed_recordings_give_the_same_pairs_as_before() {
     let dir = tempfile::tempdir().unwrap();
     let (app, sid) = study_with_demo_runs(&dir).await;
-    lock(&app, sid).await;
+    lock_demo_policy(&app, sid).await;
     import_demo(&app, sid).await;
     let a = app.analyze(sid).await.unwrap();
     assert_eq!(overall(&a, "Q8"), (24, 0, 0));
@@ -61,7 +48,7 @@ async fn the_committed_recordings_give_the_same_pairs_as_before() {
         ],
     )
     .await;
-    lock(&app, sid).await;
+    lock_demo_policy(&app, sid).await;
     for file in ["qwen-b0-f16", "qwen-q8-q8_0"] {
         let path = format!("{ROOT}fixtures/disagreements/runs/{file}.kvgate-run.jsonl");
         let text = std::fs::read_to_string(&path).unwrap();
@@ -81,7 +68,7 @@ async fn the_committed_recordings_give_the_same_pairs_as_before() {
 async fn a_candidate_run_over_another_corpus_is_flagged_and_its_foreign_items_not_paired() {
     let dir = tempfile::tempdir().unwrap();
     let (app, sid) = study_with_demo_runs(&dir).await;
-    lock(&app, sid).await;
+    lock_demo_policy(&app, sid).await;
     import_demo(&app, sid).await;
 
     // The demo's Q8 run, re-sent from another corpus: each record carries the digest of what
@@ -269,7 +256,7 @@ fn with_digests(
 async fn the_same_item_id_with_another_prompt_is_no_pair_in_the_analysis_or_the_review_queue() {
     let dir = tempfile::tempdir().unwrap();
     let (app, sid) = study_with_demo_runs(&dir).await;
-    lock(&app, sid).await;
+    lock_demo_policy(&app, sid).await;
     let (b0, _) = with_digests(
         "b0-f16.kvgate-run.jsonl",
         "smollm2-135m-cpu-b0.json",

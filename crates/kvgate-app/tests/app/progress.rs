@@ -2,7 +2,6 @@
 //! Qwen2.5-Coder-0.5B, f16 KV against q8_0 KV with three real disagreements), and the database
 //! stamp the window's file watch compares: reads never change it, another process's write does.
 
-use kvgate_app::analysis::LockPolicyInput;
 use kvgate_app::imports::ImportInput;
 use kvgate_app::recovery::RecordRecoveryInput;
 use kvgate_app::review::{LabelInput, ReviewFilter};
@@ -12,7 +11,7 @@ use kvgate_core::review::AdjudicationLabel;
 use kvgate_core::study::{NewStudy, StudyStep};
 use kvgate_formats::import::ImportFormat;
 
-use crate::ROOT;
+use crate::{lock_demo_policy, ROOT};
 
 async fn import(app: &App, study_id: i64, cell: &str, file: &str) {
     app.import_file(
@@ -79,14 +78,7 @@ async fn the_next_step_follows_the_study_from_manifests_to_export() {
     freeze(&app, sid, "qwen25-coder-05b-cpu-b0.json").await;
     assert_eq!(next(&app, sid).await, StudyStep::LockPolicy);
 
-    app.lock_policy(LockPolicyInput {
-        study_id: sid,
-        policy_json: std::fs::read_to_string(format!("{ROOT}fixtures/policies/demo-cpu.json"))
-            .unwrap(),
-        locked_by: "owner".into(),
-    })
-    .await
-    .unwrap();
+    lock_demo_policy(&app, sid).await;
     assert_eq!(next(&app, sid).await, StudyStep::RunOrImport);
 
     // The candidate's run alone pairs nothing.

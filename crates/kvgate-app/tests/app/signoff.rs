@@ -1,19 +1,18 @@
 //! The acceptance checklist: signatures over evidence digests, voided when the evidence
 //! changes; decisions recorded in the audit chain with the outcome the table suggested.
 
-use kvgate_app::analysis::LockPolicyInput;
 use kvgate_app::recovery::RecordRecoveryInput;
 use kvgate_app::review::{LabelInput, ReviewFilter};
 use kvgate_app::signoff::{
     Check, CheckEvidence, CheckStatus, Checklist, DecideInput, DecisionOutcome, DecisionRecord,
     SignBlocker, SignInput, SignatureState,
 };
-use kvgate_app::{App, ErrorCode, ProblemCode};
+use kvgate_app::{ErrorCode, ProblemCode};
 use kvgate_core::checklist::RecoveryEvidence;
 use kvgate_core::recovery::{RecoveryFinding, RecoveryFindingKind};
 use serde_json::{json, Value};
 
-use crate::{import_demo, study_with_demo_runs, ROOT};
+use crate::{locked_demo_study, ROOT};
 use kvgate_core::review::AdjudicationLabel;
 
 /// The recovery check's evidence and its findings.
@@ -25,25 +24,10 @@ fn recovery(list: &Checklist) -> (&CheckStatus, &RecoveryEvidence, &[RecoveryFin
     }
 }
 
-async fn demo_study(dir: &tempfile::TempDir) -> (App, i64) {
-    // The policy is locked before the runs are imported.
-    let (app, sid) = study_with_demo_runs(dir).await;
-    app.lock_policy(LockPolicyInput {
-        study_id: sid,
-        policy_json: std::fs::read_to_string(format!("{ROOT}fixtures/policies/demo-cpu.json"))
-            .unwrap(),
-        locked_by: "owner".into(),
-    })
-    .await
-    .unwrap();
-    import_demo(&app, sid).await;
-    (app, sid)
-}
-
 #[tokio::test]
 async fn signatures_hold_until_their_evidence_changes_and_decisions_are_chained() {
     let dir = tempfile::tempdir().unwrap();
-    let (app, sid) = demo_study(&dir).await;
+    let (app, sid) = locked_demo_study(&dir).await;
     let list = app.checklist(sid).await.unwrap();
     assert_eq!(list.checks.len(), 4);
     assert!(list.checks.iter().all(|c| c.signed.is_none() && !c.valid));
@@ -291,7 +275,7 @@ fn evidence_of(list: &Checklist, check: Check) -> (Value, String) {
 #[tokio::test]
 async fn the_demo_study_signs_the_evidence_it_signed_before_the_evidence_was_typed() {
     let dir = tempfile::tempdir().unwrap();
-    let (app, sid) = demo_study(&dir).await;
+    let (app, sid) = locked_demo_study(&dir).await;
     let (want, _) = golden(None);
     let want = |name: &str| want.iter().find(|(n, _, _)| n == name).unwrap().clone();
     let same = |list: &Checklist, check: Check, name: &str| {
@@ -382,7 +366,7 @@ async fn the_demo_study_signs_the_evidence_it_signed_before_the_evidence_was_typ
 #[tokio::test]
 async fn the_recovery_plan_check_names_every_problem_of_a_form_at_once() {
     let dir = tempfile::tempdir().unwrap();
-    let (app, sid) = demo_study(&dir).await;
+    let (app, sid) = locked_demo_study(&dir).await;
     let empty = json!({
         "canary": {"route": "", "share_percent": null},
         "breach_rule": "",
