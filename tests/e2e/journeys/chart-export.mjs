@@ -4,12 +4,10 @@
 // writes the files; the journey reads them back: the SVG is the very chart shown, the PNG is a
 // PNG at twice the chart's size titled with the chart's title.
 
-import { assert, waitUntil } from '../helpers.mjs';
+import { assert, waitUntil, recordedStudy } from '../helpers.mjs';
 import { readFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 const STUDY = 'Recorded q8_0 charts';
 
 /** A PNG's size and its iTXt/tEXt text chunks, read from its bytes. */
@@ -55,15 +53,7 @@ export const journeys = [
     name: 'chart export: Export SVG… and PNG… write the chart shown through the save dialog, Show in folder offered',
     async run(ctx) {
       const db = ctx.db('chart-export');
-      ctx.kvgate(['--db', db, 'study', 'create', STUDY]);
-      for (const m of ['smollm2-135m-cpu-b0.json', 'smollm2-135m-cpu-q8.json']) {
-        ctx.kvgate(['--db', db, 'manifest', 'freeze', '--study', STUDY, resolve(root, 'fixtures/manifests', m)]);
-      }
-      ctx.kvgate(['--db', db, 'policy', 'lock', '--study', STUDY, '--file', resolve(root, 'fixtures/policies/demo-cpu.json'), '--by', 'owner']);
-      for (const [cell, file] of [['B0', 'b0-f16'], ['Q8', 'q8-q8_0']]) {
-        ctx.kvgate(['--db', db, 'import', '--study', STUDY, '--cell', cell, '--format', 'jsonl',
-          resolve(root, 'fixtures/demo/runs', `${file}.kvgate-run.jsonl`)]);
-      }
+      recordedStudy(ctx, db, STUDY, { lock: true });
 
       const s = await ctx.launch(['--db', db]);
       await s.waitForTexts('[data-testid="study-row"] [data-testid="study-row-name"]', (t) => t.includes(STUDY));

@@ -2,7 +2,7 @@
 // architecture-review packet from the Packet screen, verify it with the CLI, read its report.html
 // in the app's webview, change one byte of one file, and see both the CLI and the app name it.
 
-import { assert, waitUntil } from '../helpers.mjs';
+import { assert, waitUntil, recordedStudy } from '../helpers.mjs';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -24,15 +24,7 @@ export const journeys = [
     name: 'packet: export from the app, verify with the CLI, read report.html in the webview, a changed byte is named',
     async run(ctx) {
       const db = ctx.db('packet');
-      ctx.kvgate(['--db', db, 'study', 'create', STUDY]);
-      for (const m of ['smollm2-135m-cpu-b0.json', 'smollm2-135m-cpu-q8.json']) {
-        ctx.kvgate(['--db', db, 'manifest', 'freeze', '--study', STUDY, resolve(root, 'fixtures/manifests', m)]);
-      }
-      ctx.kvgate(['--db', db, 'policy', 'lock', '--study', STUDY, '--file', resolve(root, 'fixtures/policies/demo-cpu.json'), '--by', 'owner']);
-      for (const [cell, file] of [['B0', 'b0-f16'], ['Q8', 'q8-q8_0']]) {
-        ctx.kvgate(['--db', db, 'import', '--study', STUDY, '--cell', cell, '--format', 'jsonl',
-          resolve(root, 'fixtures/demo/runs', `${file}.kvgate-run.jsonl`)]);
-      }
+      recordedStudy(ctx, db, STUDY, { lock: true });
       ctx.kvgate(['--db', db, 'recovery', 'record', '--study', STUDY, '--file', resolve(root, 'fixtures/recovery/demo-cpu.json'), '--by', 'owner']);
       ctx.kvgate(['--db', db, 'signoff', '--study', STUDY, '--check', 'compatibility', '--by', 'architect']);
       const out = join(ctx.work, 'review-packet');

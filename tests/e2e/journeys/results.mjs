@@ -4,7 +4,7 @@
 // paired counts as `kvgate analyze --json`; a later change locked through the CLI is marked as
 // changed after results, in the window too.
 
-import { assert, waitUntil } from '../helpers.mjs';
+import { assert, waitUntil, recordedStudy } from '../helpers.mjs';
 import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -33,14 +33,7 @@ export const journeys = [
     name: 'results: hidden until a policy is locked; lock it in the Policy screen; cells, paired counts and a later change shown',
     async run(ctx) {
       const db = ctx.db('results');
-      ctx.kvgate(['--db', db, 'study', 'create', STUDY]);
-      for (const m of ['smollm2-135m-cpu-b0.json', 'smollm2-135m-cpu-q8.json']) {
-        ctx.kvgate(['--db', db, 'manifest', 'freeze', '--study', STUDY, resolve(root, 'fixtures/manifests', m)]);
-      }
-      for (const [cell, file] of [['B0', 'b0-f16'], ['Q8', 'q8-q8_0']]) {
-        ctx.kvgate(['--db', db, 'import', '--study', STUDY, '--cell', cell, '--format', 'jsonl',
-          resolve(root, 'fixtures/demo/runs', `${file}.kvgate-run.jsonl`)]);
-      }
+      recordedStudy(ctx, db, STUDY);
 
       const s = await ctx.launch(['--db', db]);
       await s.waitForTexts('[data-testid="study-row"] [data-testid="study-row-name"]', (t) => t.includes(STUDY));
