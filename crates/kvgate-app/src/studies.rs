@@ -13,27 +13,30 @@ use kvgate_core::checklist::SignatureState;
 /// The demo study seeded into the default database on first start: real recorded runs.
 pub(crate) const DEMO_STUDY_NAME: &str = "Demo: q8_0 KV cache on llama.cpp (recorded on CPU)";
 const DEMO_STUDY_DESCRIPTION: &str = "Recorded demo: llama.cpp on CPU, q8_0 KV as an 8-bit \
-stand-in (not FP8, not a GPU measurement). Real runs of SmolLM2-135M-Instruct by KV Gate: B0 = f16 KV, \
-Q8 = q8_0 KV, the same 24 items of the synthetic fixture corpus (test-2k preset, seed 7) sent to \
-both, every response validated, the servers' startup logs kept as compatibility evidence. \
-Recorded with scripts/record-demo.sh on a 2-core CPU shared with other work, both cells at once: \
-its latencies show the shape of the data, not a benchmark. The run files are fixtures/demo/runs/.";
+stand-in (not FP8, not a GPU measurement). Real runs of Qwen2.5-Coder-0.5B-Instruct (Q4_K_M) by KV \
+Gate, greedy decoding: B0 = f16 KV, Q8 = q8_0 KV, the same 72 short items of the synthetic fixture \
+corpus (test-2k preset, seed 11) sent to both, every response validated, the servers' startup logs \
+kept as compatibility evidence. Three answers flipped from the KV precision alone: they wait in the \
+Review queue. The set holds no long-context item, so the long-context floor has no evidence. The \
+policy's floors are the demo's, set for a 0.5B model before the runs were imported. Recorded with \
+scripts/record-demo.sh on a 2-core CPU shared with other work: its latencies show the shape of the \
+data, not a benchmark. The run files are fixtures/disagreements/runs/.";
 
 /// The demo's frozen manifests and recorded runs, shipped inside the binary.
 const DEMO_MANIFESTS: [&str; 2] = [
-    include_str!("../../../fixtures/manifests/smollm2-135m-cpu-b0.json"),
-    include_str!("../../../fixtures/manifests/smollm2-135m-cpu-q8.json"),
+    include_str!("../../../fixtures/manifests/qwen25-coder-05b-cpu-b0.json"),
+    include_str!("../../../fixtures/manifests/qwen25-coder-05b-cpu-q8.json"),
 ];
 /// The demo's acceptance policy, locked when the demo is seeded, before its runs are imported.
-const DEMO_POLICY: &str = include_str!("../../../fixtures/policies/demo-cpu.json");
+const DEMO_POLICY: &str = include_str!("../../../fixtures/policies/demo-qwen-cpu.json");
 const DEMO_RUNS: [(&str, &str); 2] = [
     (
-        "fixtures/demo/runs/b0-f16.kvgate-run.jsonl",
-        include_str!("../../../fixtures/demo/runs/b0-f16.kvgate-run.jsonl"),
+        "fixtures/disagreements/runs/qwen-b0-f16.kvgate-run.jsonl",
+        include_str!("../../../fixtures/disagreements/runs/qwen-b0-f16.kvgate-run.jsonl"),
     ),
     (
-        "fixtures/demo/runs/q8-q8_0.kvgate-run.jsonl",
-        include_str!("../../../fixtures/demo/runs/q8-q8_0.kvgate-run.jsonl"),
+        "fixtures/disagreements/runs/qwen-q8-q8_0.kvgate-run.jsonl",
+        include_str!("../../../fixtures/disagreements/runs/qwen-q8-q8_0.kvgate-run.jsonl"),
     ),
 ];
 

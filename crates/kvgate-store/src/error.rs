@@ -21,6 +21,15 @@ pub enum StoreError {
         field: &'static str,
         value: String,
     },
+    /// A version whose text is the latest one's: nothing new to store.
+    #[error(
+        "this {entity} is already version {version} (sha256 {sha256}): nothing changed, so no new version was made"
+    )]
+    Unchanged {
+        entity: &'static str,
+        version: i64,
+        sha256: String,
+    },
     #[error("{entity} {key} not found")]
     NotFound { entity: &'static str, key: String },
     #[error(

@@ -32,10 +32,10 @@ pub(crate) async fn next_version(
     .fetch_optional(&mut *conn)
     .await?;
     match latest {
-        Some((version, digest)) if digest == sha256 => Err(StoreError::Conflict {
+        Some((version, digest)) if digest == sha256 => Err(StoreError::Unchanged {
             entity,
-            field: "sha256",
-            value: format!("{sha256} (already stored as version {version})"),
+            version,
+            sha256: sha256.to_owned(),
         }),
         Some((version, _)) => Ok(version + 1),
         None => Ok(1),

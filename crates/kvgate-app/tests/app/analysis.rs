@@ -75,6 +75,15 @@ async fn results_stay_hidden_until_the_policy_is_locked_and_a_later_change_is_ma
     // Locking the same policy again changes nothing.
     let err = app.lock_policy(lock(sid, POLICY)).await.unwrap_err();
     assert_eq!(err.code, ErrorCode::Conflict, "{}", err.message);
+    assert!(
+        err.message
+            .starts_with("this policy is already version 1 (sha256 ")
+            && err
+                .message
+                .ends_with("nothing changed, so no new version was made"),
+        "said in the user's words: {}",
+        err.message
+    );
 
     import_demo(&app, sid).await;
     let a = app.analyze(sid).await.unwrap();

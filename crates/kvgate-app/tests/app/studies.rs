@@ -100,7 +100,7 @@ async fn default_database_is_seeded_once_with_the_labelled_recorded_demo() {
         assert_eq!(run.provenance, RunProvenance::Recorded);
         let detail = app.run_detail(run.id).await.unwrap();
         let measured = detail.requests.iter().filter(|r| !r.warmup).count();
-        assert_eq!(measured, 24, "run {}", run.label);
+        assert_eq!(measured, 72, "run {}", run.label);
         assert_eq!(
             (detail.accepted + detail.rejected) as usize,
             measured,
@@ -114,8 +114,8 @@ async fn default_database_is_seeded_once_with_the_labelled_recorded_demo() {
     assert_eq!(
         kv_sizes,
         [
-            ("B0".to_owned(), "45.00".to_owned(), "f16".to_owned()),
-            ("Q8".to_owned(), "23.91".to_owned(), "q8_0".to_owned())
+            ("B0".to_owned(), "24.00".to_owned(), "f16".to_owned()),
+            ("Q8".to_owned(), "12.75".to_owned(), "q8_0".to_owned())
         ]
     );
     // Its policy was locked before the runs were imported, so the analysis is shown and the
@@ -125,7 +125,23 @@ async fn default_database_is_seeded_once_with_the_labelled_recorded_demo() {
     assert_eq!(policy.versions[0].runs_at_lock, 0);
     assert!(!policy.changed_after_results);
     let analysis = app.analyze(demo.id).await.unwrap();
-    assert_eq!(analysis.measured_requests, 48);
+    assert_eq!(analysis.measured_requests, 144);
+    // The demo's point: real disagreements between B0 and Q8 wait for review (B0 right on one
+    // item, Q8 right on two), and they are in the review queue.
+    let queue = app
+        .review_queue(demo.id, kvgate_app::review::ReviewFilter::default())
+        .await
+        .unwrap();
+    let mut items: Vec<&str> = queue.pairs.iter().map(|p| p.item_id.as_str()).collect();
+    items.sort();
+    assert_eq!(
+        items,
+        [
+            "evaluation-11-de-short-middle-numeric-present-002",
+            "evaluation-11-de-short-middle-numeric-present-003",
+            "evaluation-11-en-short-end-literal-present-000"
+        ]
+    );
     assert!(analysis.provenance_label.contains("stand-in"));
     assert!(analysis.body.cells.iter().all(|c| c.valid));
     app.close().await;

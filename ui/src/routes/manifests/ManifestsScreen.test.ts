@@ -513,7 +513,14 @@ describe('Manifests screen', () => {
     expect(JSON.parse(json().value)).toEqual({ cell: 'B0' });
     expect(screen.getByText('New manifest (not saved)')).toBeTruthy();
     expect(field('cell').value).toBe('B0');
+    // Nothing typed yet: no list of what is missing (though the backend found some), only how to go on.
+    await vi.waitFor(() => expect(ipcMock.validateManifest).toHaveBeenCalledWith(json().value));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(screen.getByTestId('manifest-new-hint')).toBeTruthy();
+    expect(screen.queryAllByTestId('manifest-problem')).toHaveLength(0);
+    expect(screen.queryAllByTestId('field-problem')).toHaveLength(0);
     await fireEvent.input(field('baseline_id'), { target: { value: 'llama31-8b-h100-b0' } });
+    expect(screen.queryByTestId('manifest-new-hint')).toBeNull();
     const text = json().value;
     ipcMock.saveManifestDraft.mockResolvedValue({ ...c1Draft, id: 3, cell: 'B0', text, decision_row: B0_ROW });
     await fireEvent.click(screen.getByTestId('manifest-save'));

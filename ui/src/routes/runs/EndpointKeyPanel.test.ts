@@ -184,7 +184,8 @@ describe('Endpoint API key panel', () => {
     await fireEvent.click(screen.getByTestId('endpoint-key-save'));
 
     const error = await screen.findByTestId('endpoint-key-error');
-    expect(error.textContent).toContain('storage');
+    expect(error.textContent).toContain('Storage error:');
+    expect(error.getAttribute('data-code')).toBe('storage');
     expect(error.textContent).toContain(message);
     expect(screen.getByTestId('endpoint-key-input')).toBe(input);
     expect(input.value).toBe(KEY);

@@ -380,7 +380,8 @@ describe('Sign-off screen: recovery plan', () => {
     await fillRecovery(form, '64');
     await waitFor(() => expect((within(form).getByTestId('recovery-plan-record') as HTMLButtonElement).disabled).toBe(false));
     await fireEvent.click(within(form).getByTestId('recovery-plan-record'));
-    await waitFor(() => expect(within(form).getByTestId('recovery-plan-error').textContent).toContain('invalid_input'));
+    await waitFor(() => expect(within(form).getByTestId('recovery-plan-error').textContent).toContain('Check the input:'));
+    expect(within(form).getByTestId('recovery-plan-error').getAttribute('data-code')).toBe('invalid_input');
     expect(JSON.parse(ipcMock.recordRecoveryPlan.mock.calls[0]![0].plan_json).admission_before_restore).toBe(64);
     const date = within(form).getAllByTestId('recovery-problem').find((p) => p.dataset['path'] === 'rehearsal.date')!;
     expect(date.textContent).toContain('today is 2026-01-14');

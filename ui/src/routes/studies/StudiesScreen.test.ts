@@ -215,7 +215,8 @@ describe('Studies screen', () => {
     const error = await screen.findByTestId('form-error');
     expect(error.getAttribute('role')).toBe('alert');
     expect(error.textContent).toContain('a study named "C2 calibrated" exists');
-    expect(error.textContent).toContain('conflict');
+    expect(error.textContent).toContain('Not done:');
+    expect(error.getAttribute('data-code')).toBe('conflict');
     expect(name.value).toBe('C2 calibrated');
     expect(ipcMock.createStudy).toHaveBeenCalledWith({ name: 'C2 calibrated', description: '' });
     expect(ipcMock.openStudy).not.toHaveBeenCalled();
