@@ -68,25 +68,3 @@ export async function layoutProblems(s) {
   });
   return s.script(PROBE);
 }
-
-// Chart text as the person sees it: each chart is an SVG drawn by the backend and shown as an
-// image that may be scaled down to its column, so its smallest `font-size` times the image's
-// rendered scale (rendered width ÷ the SVG's own width) must still be at least 11 px.
-const CHART_TEXT_PROBE = `
-const out = [];
-for (const img of document.querySelectorAll('img[data-testid^="chart-"][data-testid$="-image"]')) {
-  if (img.clientWidth === 0) continue;
-  const svg = decodeURIComponent(img.getAttribute('src').replace(/^data:image\\/svg\\+xml;charset=utf-8,/, ''));
-  const sizes = [...svg.matchAll(/font-size="([0-9.]+)"/g)].map((m) => Number(m[1]));
-  const own = Number(img.getAttribute('width'));
-  if (sizes.length === 0 || !own) continue;
-  const scale = img.clientWidth / own;
-  out.push({ chart: img.dataset.testid, min: Math.min(...sizes), scale, shown: Math.min(...sizes) * scale });
-}
-return out;
-`;
-
-/** Each chart image's smallest text as rendered: [{ chart, min, scale, shown }] (px). */
-export function chartTextSizes(s) {
-  return s.script(CHART_TEXT_PROBE);
-}
