@@ -21,6 +21,25 @@ use kvgate_formats::import::ImportFormat;
 
 const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../");
 
+/// The three items whose answers flipped between the recorded Qwen2.5-Coder f16 and q8_0 runs
+/// (`fixtures/disagreements`, also the demo's runs), sorted.
+pub const QWEN_FLIPPED_ITEMS: [&str; 3] = [
+    "evaluation-11-de-short-middle-numeric-present-002",
+    "evaluation-11-de-short-middle-numeric-present-003",
+    "evaluation-11-en-short-end-literal-present-000",
+];
+
+/// The item ids of a study's review queue (default filter), sorted.
+pub async fn queued_items(app: &App, study_id: i64) -> Vec<String> {
+    let queue = app
+        .review_queue(study_id, kvgate_app::review::ReviewFilter::default())
+        .await
+        .unwrap();
+    let mut items: Vec<String> = queue.pairs.into_iter().map(|p| p.item_id).collect();
+    items.sort();
+    items
+}
+
 /// A study with the cells of these manifests (under `fixtures/manifests/`) frozen.
 pub async fn study_with_cells(dir: &tempfile::TempDir, manifests: &[&str]) -> (App, i64) {
     let app = App::open(DbLocation::Path(dir.path().join("ws.sqlite")))

@@ -10,7 +10,7 @@ use kvgate_app::{App, DbLocation, ErrorCode};
 use kvgate_core::review::AdjudicationLabel;
 use kvgate_core::study::NewStudy;
 
-use crate::answer_server;
+use crate::{answer_server, queued_items, QWEN_FLIPPED_ITEMS};
 
 const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../");
 
@@ -319,16 +319,7 @@ async fn real_llamacpp_disagreements_are_the_queue() {
         .unwrap();
     assert_eq!(queue.disagreements["Q8"], 3);
     assert_eq!(queue.disagreements_total, 3, "every candidate together");
-    let mut items: Vec<&str> = queue.pairs.iter().map(|p| p.item_id.as_str()).collect();
-    items.sort();
-    assert_eq!(
-        items,
-        [
-            "evaluation-11-de-short-middle-numeric-present-002",
-            "evaluation-11-de-short-middle-numeric-present-003",
-            "evaluation-11-en-short-end-literal-present-000",
-        ]
-    );
+    assert_eq!(queued_items(&app, study_id).await, QWEN_FLIPPED_ITEMS);
     let value = queue
         .pairs
         .iter()

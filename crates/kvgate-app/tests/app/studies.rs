@@ -1,3 +1,4 @@
+use crate::{queued_items, QWEN_FLIPPED_ITEMS};
 use kvgate_app::{App, DbLocation, ErrorCode};
 use kvgate_core::run::RunProvenance;
 use kvgate_core::study::{NewStudy, Provenance};
@@ -128,20 +129,7 @@ async fn default_database_is_seeded_once_with_the_labelled_recorded_demo() {
     assert_eq!(analysis.measured_requests, 144);
     // The demo's point: real disagreements between B0 and Q8 wait for review (B0 right on one
     // item, Q8 right on two), and they are in the review queue.
-    let queue = app
-        .review_queue(demo.id, kvgate_app::review::ReviewFilter::default())
-        .await
-        .unwrap();
-    let mut items: Vec<&str> = queue.pairs.iter().map(|p| p.item_id.as_str()).collect();
-    items.sort();
-    assert_eq!(
-        items,
-        [
-            "evaluation-11-de-short-middle-numeric-present-002",
-            "evaluation-11-de-short-middle-numeric-present-003",
-            "evaluation-11-en-short-end-literal-present-000"
-        ]
-    );
+    assert_eq!(queued_items(&app, demo.id).await, QWEN_FLIPPED_ITEMS);
     assert!(analysis.provenance_label.contains("stand-in"));
     assert!(analysis.body.cells.iter().all(|c| c.valid));
     app.close().await;
