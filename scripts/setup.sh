@@ -15,6 +15,12 @@ apt_packages=(
   libdbus-1-dev                                                     # the OS keyring (Secret Service over D-Bus) for endpoint API keys
   dbus-daemon gnome-keyring libsecret-tools                         # CLI tests: a real Secret Service on a private session bus
 )
+# The standard minisign, for the test that a signed packet verifies with `minisign -V`: added
+# where the distribution has it (Debian 11+, Ubuntu universe); the test says it skipped without.
+if command -v apt-cache >/dev/null 2>&1 \
+  && apt-cache policy minisign 2>/dev/null | grep -q 'Candidate: [0-9]'; then
+  apt_packages+=(minisign)
+fi
 
 missing=()
 if command -v dpkg >/dev/null 2>&1; then

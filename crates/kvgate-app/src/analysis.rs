@@ -56,9 +56,18 @@ pub struct StudyAnalysis {
     pub measured_requests: u64,
     /// Reviewers' labels on pairs of this study.
     pub adjudicated_labels: u64,
-    /// Per candidate, the paired rows recomputed on the labels (labelled pairs count as
-    /// labelled, ambiguous ones are left out), beside the automatic rows; empty without labels.
+    /// Per candidate, the paired rows recomputed on the blind labels (labelled pairs count as
+    /// labelled, ambiguous ones are left out; a pair relabelled after the reveal counts as the
+    /// validator judged it), beside the automatic rows; empty without labels.
     pub adjudicated: std::collections::BTreeMap<String, Vec<kvgate_core::analysis::PairedRow>>,
+    /// Labels given after the reveal (relabels): counted apart, never in `adjudicated`.
+    #[serde(default)]
+    pub adjudicated_unblinded_labels: u64,
+    /// Per candidate with such labels, the paired rows recomputed on every label, the unblinded
+    /// ones included: read beside `adjudicated`, never instead of it.
+    #[serde(default)]
+    pub adjudicated_unblinded:
+        std::collections::BTreeMap<String, Vec<kvgate_core::analysis::PairedRow>>,
     #[serde(flatten)]
     pub body: AnalysisBody,
 }
@@ -168,7 +177,11 @@ impl App {
         for cell in &mut analysis.body.cells {
             in_reading_order(&mut cell.paired);
         }
-        for rows in analysis.adjudicated.values_mut() {
+        for rows in analysis
+            .adjudicated
+            .values_mut()
+            .chain(analysis.adjudicated_unblinded.values_mut())
+        {
             in_reading_order(rows);
         }
         Ok(StudyResults { analysis, charts })
@@ -214,28 +227,49 @@ impl App {
             .sum();
         let body = analyze(&current.policy, &input);
         let labels = self.store.adjudications(study_id).await?;
-        let mut per_candidate: std::collections::BTreeMap<
+        type Labels = std::collections::BTreeMap<
             String,
             std::collections::HashMap<String, Option<(bool, bool)>>,
-        > = Default::default();
+        >;
+        // Blind labels alone; and every label, for the candidates with an unblinded one.
+        let mut blind: Labels = Default::default();
+        let mut all: Labels = Default::default();
+        let mut with_unblinded = std::collections::BTreeSet::new();
         for l in &labels {
             let parsed = kvgate_core::review::parse_pair_id(&l.pair_id);
             let label = kvgate_core::review::AdjudicationLabel::parse(&l.label);
             if let (Some((_, cell, item)), Some(label)) = (parsed, label) {
-                per_candidate
-                    .entry(cell.to_owned())
+                let acceptance = label.adjudicated_acceptance();
+                if l.unblinded {
+                    with_unblinded.insert(cell.to_owned());
+                } else {
+                    blind
+                        .entry(cell.to_owned())
+                        .or_default()
+                        .insert(item.to_owned(), acceptance);
+                }
+                all.entry(cell.to_owned())
                     .or_default()
-                    .insert(item.to_owned(), label.adjudicated_acceptance());
+                    .insert(item.to_owned(), acceptance);
             }
         }
-        let adjudicated = per_candidate
-            .iter()
-            .map(|(cell, map)| {
-                let rows =
-                    kvgate_core::analysis::adjudicated_paired(&current.policy, &input, cell, map);
-                (cell.clone(), rows)
-            })
-            .collect();
+        let recount = |labels: &Labels| {
+            labels
+                .iter()
+                .map(|(cell, map)| {
+                    let rows = kvgate_core::analysis::adjudicated_paired(
+                        &current.policy,
+                        &input,
+                        cell,
+                        map,
+                    );
+                    (cell.clone(), rows)
+                })
+                .collect::<std::collections::BTreeMap<_, _>>()
+        };
+        let adjudicated = recount(&blind);
+        all.retain(|cell, _| with_unblinded.contains(cell));
+        let adjudicated_unblinded = recount(&all);
         Ok(StudyAnalysis {
             study_id,
             study_name: study.name,
@@ -248,7 +282,9 @@ impl App {
             policy_changed_after_results: status.changed_after_results,
             measured_requests,
             adjudicated_labels: labels.len() as u64,
+            adjudicated_unblinded_labels: labels.iter().filter(|l| l.unblinded).count() as u64,
             adjudicated,
+            adjudicated_unblinded,
             body,
         })
     }

@@ -93,6 +93,7 @@ pub fn write_bindings(dir: &Path) -> Result<(), String> {
     one::<crate::packet::PacketExportInput>(&cfg)?;
     one::<crate::packet::PacketExport>(&cfg)?;
     one::<crate::packet::PacketView>(&cfg)?;
+    one::<crate::signing::PacketKey>(&cfg)?;
     one::<crate::files::ChartFormat>(&cfg)?;
     one::<crate::files::SavedFile>(&cfg)?;
     one::<crate::files::PathKind>(&cfg)?;

@@ -23,6 +23,7 @@ pub mod packet;
 pub mod recovery;
 pub mod review;
 pub mod runs;
+pub mod signing;
 pub mod signoff;
 mod studies;
 pub mod weights;

@@ -9,8 +9,8 @@ use std::path::Path;
 use kvgate_core::fixtures::FixtureItem;
 use kvgate_core::policy::{ItemStrata, SegmentFilter};
 use kvgate_core::review::{
-    candidate_is_a, pair_id, parse_pair_id, verify_chain, AdjudicationLabel, AuditEvent, AuditKind,
-    ChainBreak,
+    candidate_is_a, map_label, pair_id, parse_pair_id, verify_chain, AdjudicationLabel, AuditEvent,
+    AuditKind, ChainBreak, ReviewLabel,
 };
 use kvgate_core::validator::Verdict;
 use kvgate_store::RunKind;
@@ -75,6 +75,8 @@ pub struct ReviewPair {
     pub note: Option<String>,
     /// Only once labelled: which side is the candidate.
     pub candidate_is_a: Option<bool>,
+    /// The current label was given after the reveal (a relabel): counted apart.
+    pub unblinded: bool,
 }
 
 /// The queue of a study.
@@ -97,7 +99,10 @@ pub struct ReviewQueue {
 pub struct LabelInput {
     /// `{study}:{candidate cell}/{fixture item id}`, as the queue lists it.
     pub pair_id: String,
-    pub label: AdjudicationLabel,
+    /// Before the reveal, a side label (`a_correct_b_wrong`, `b_correct_a_wrong`,
+    /// `both_acceptable`, `both_wrong`, `ambiguous_item`); `candidate_regression` and
+    /// `baseline_error` only for a pair already revealed.
+    pub label: ReviewLabel,
     #[serde(default)]
     pub note: String,
     pub by: String,
@@ -109,6 +114,12 @@ pub struct LabelOutcome {
     pub event: AuditEvent,
     pub candidate_is_a: bool,
     pub candidate: String,
+    /// What the reviewer chose.
+    pub given: ReviewLabel,
+    /// What it maps to, now that the sides are revealed.
+    pub label: AdjudicationLabel,
+    /// Given after the reveal (a relabel): counted apart in the adjudicated statistics.
+    pub unblinded: bool,
 }
 
 /// A verification of the study's audit chain and of the labels against it.
@@ -332,6 +343,7 @@ impl App {
                     label: label.and_then(|l| AdjudicationLabel::parse(&l.label)),
                     note: label.map(|l| l.note.clone()),
                     candidate_is_a: label.map(|_| cand_a),
+                    unblinded: label.is_some_and(|l| l.unblinded),
                 };
                 if disagreement {
                     pairs.push(pair);
@@ -399,21 +411,35 @@ impl App {
             .review_seed(study_id, &Self::seed_for(study_id))
             .await?;
         let cand_a = candidate_is_a(&seed, &input.pair_id);
+        let revealed = self.store.pair_labelled(study_id, &input.pair_id).await?;
+        let mapped = map_label(input.label, cand_a, revealed).map_err(|e| {
+            AppError::new(
+                ErrorCode::InvalidInput,
+                format!("pair {}: {e}", input.pair_id),
+            )
+        })?;
         let event = self
             .store
             .record_label(
                 study_id,
                 &input.pair_id,
-                input.label.as_str(),
+                mapped.label.as_str(),
                 &input.note,
                 by,
-                json!({"candidate_shown_as": if cand_a { "A" } else { "B" }}),
+                mapped.unblinded,
+                json!({
+                    "candidate_shown_as": if cand_a { "A" } else { "B" },
+                    "given": input.label.as_str(),
+                }),
             )
             .await?;
         Ok(LabelOutcome {
             event,
             candidate_is_a: cand_a,
             candidate: candidate.to_owned(),
+            given: input.label,
+            label: mapped.label,
+            unblinded: mapped.unblinded,
         })
     }
 
@@ -427,11 +453,15 @@ impl App {
     pub async fn verify_audit(&self, study_id: i64) -> Result<AuditReport, AppError> {
         let events = self.audit_events(study_id).await?;
         let chain_break = verify_chain(study_id, &events);
-        let mut expected: BTreeMap<String, (&AuditEvent, String, String)> = BTreeMap::new();
+        let mut expected: BTreeMap<String, (&AuditEvent, String, String, bool)> = BTreeMap::new();
         for e in events.iter().filter(|e| e.kind == AuditKind::Label) {
             let label = e.payload["label"].as_str().unwrap_or_default().to_owned();
             let note = e.payload["note"].as_str().unwrap_or_default().to_owned();
-            expected.insert(e.subject.clone(), (e, label, note));
+            // Labels recorded before the flag existed: a relabel was made after the reveal.
+            let unblinded = e.payload["unblinded"]
+                .as_bool()
+                .unwrap_or(e.previous.is_some());
+            expected.insert(e.subject.clone(), (e, label, note, unblinded));
         }
         let mut tampered = Vec::new();
         let rows = self.store.adjudications(study_id).await?;
@@ -441,7 +471,7 @@ impl App {
                     "pair {}: labelled {} in the database, but the audit chain has no label for it",
                     r.pair_id, r.label
                 )),
-                Some((e, label, note)) => {
+                Some((e, label, note, unblinded)) => {
                     if &r.label != label
                         || &r.note != note
                         || r.event_seq != e.seq
@@ -450,6 +480,13 @@ impl App {
                         tampered.push(format!(
                             "pair {}: the database says {} ({:?}) by {} at event {}, the audit chain says {} ({:?}) by {} at event {}: edited outside KV Gate",
                             r.pair_id, r.label, r.note, r.labelled_by, r.event_seq, label, note, e.actor, e.seq
+                        ));
+                    } else if r.unblinded != *unblinded {
+                        tampered.push(format!(
+                            "pair {}: the database says its label was given {}, the audit chain says {}: edited outside KV Gate",
+                            r.pair_id,
+                            if r.unblinded { "after the reveal" } else { "blind" },
+                            if *unblinded { "after the reveal" } else { "blind" },
                         ));
                     }
                 }

@@ -16,27 +16,7 @@ use ts_rs::TS;
 
 use crate::{App, AppError, ErrorCode};
 
-/// The decision recorded for a candidate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum DecisionOutcome {
-    /// Keep B0.
-    Retain,
-    /// Next experiment: scales, backend, layer exclusion.
-    Calibrate,
-    Rollback,
-}
-
-impl DecisionOutcome {
-    pub fn parse(s: &str) -> Option<DecisionOutcome> {
-        match s {
-            "retain" => Some(DecisionOutcome::Retain),
-            "calibrate" => Some(DecisionOutcome::Calibrate),
-            "rollback" => Some(DecisionOutcome::Rollback),
-            _ => None,
-        }
-    }
-}
+pub use kvgate_core::decision::{DecisionOutcome, OpenCheck};
 
 /// One check's state: the evidence now, and the last signature with whether it still holds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
@@ -57,6 +37,11 @@ pub struct CheckStatus {
     pub void_reason: Option<String>,
     /// Why signing would be refused as the evidence stands; None when it may be signed.
     pub blocker: Option<SignBlocker>,
+    /// Failures the evidence shows (an invalid cell, a failed protected floor): signing takes
+    /// a stated reason while there are any.
+    pub failures: Vec<String>,
+    /// The reason the latest signature states, when it states one.
+    pub signed_reason: Option<String>,
 }
 
 impl CheckStatus {
@@ -88,6 +73,15 @@ pub struct DecisionRecord {
     pub policy_sha256: String,
     /// The state of every check when the decision was recorded.
     pub checks: Vec<CheckAtDecision>,
+    /// Recorded past checks not signed over their current evidence (`--override`, with the
+    /// rationale): shown in red wherever the decision is shown. Absent for a gated decision.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[ts(optional, as = "Option<bool>")]
+    pub overridden: bool,
+    /// The checks the override passed, with their state then.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[ts(optional, as = "Option<Vec<OpenCheck>>")]
+    pub overridden_checks: Vec<OpenCheck>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
@@ -113,6 +107,11 @@ pub struct SignInput {
     /// The evidence digest the signer saw; refused when the evidence has changed since.
     #[serde(default)]
     pub expected_sha256: Option<String>,
+    /// Why the check is signed although its evidence shows a failure; required then, recorded
+    /// with the signature.
+    #[serde(default)]
+    #[ts(as = "Option<String>", optional)]
+    pub reason: String,
 }
 
 /// What recording a decision takes.
@@ -124,6 +123,11 @@ pub struct DecideInput {
     pub by: String,
     #[serde(default)]
     pub rationale: String,
+    /// Record the decision although checks are unsigned or void: needs a rationale; an audit
+    /// event shown in red.
+    #[serde(default)]
+    #[ts(as = "Option<bool>", optional)]
+    pub override_gate: bool,
 }
 
 fn invalid(message: String) -> AppError {
@@ -174,6 +178,7 @@ impl App {
                         .ok_or_else(|| stored_as("label", &a.label))?,
                     pair: a.pair_id,
                     event: a.event_seq,
+                    unblinded: a.unblinded,
                 })
             })
             .collect::<Result<Vec<_>, AppError>>()?;
@@ -256,8 +261,13 @@ impl App {
                     )),
                     _ => None,
                 };
+                let signed_reason = signed
+                    .as_ref()
+                    .and_then(|e| e.payload["reason"].as_str().map(str::to_owned));
                 CheckStatus {
                     blocker: evidence.blocker(),
+                    failures: kvgate_core::decision::evidence_failures(&evidence),
+                    signed_reason,
                     evidence,
                     evidence_sha256: digest,
                     signed,
@@ -314,7 +324,27 @@ impl App {
             )),
             None => {}
         }
-        let payload = serde_json::json!({"evidence_sha256": status.evidence_sha256});
+        let reason = input.reason.trim();
+        if reason.chars().count() > crate::review::MAX_NOTE_CHARS {
+            return Err(invalid(format!(
+                "field `reason`: expected at most {} characters",
+                crate::review::MAX_NOTE_CHARS
+            )));
+        }
+        let failures =
+            kvgate_core::decision::gate_signature(&status.evidence, reason).map_err(|e| {
+                AppError::new(
+                    ErrorCode::Conflict,
+                    format!("the {} check: {e}", input.check.as_str()),
+                )
+            })?;
+        let mut payload = serde_json::json!({"evidence_sha256": status.evidence_sha256});
+        if !reason.is_empty() {
+            payload["reason"] = reason.into();
+        }
+        if !failures.is_empty() {
+            payload["failures"] = failures.into();
+        }
         Ok(self
             .store
             .append_audit_event(
@@ -343,9 +373,21 @@ impl App {
             )));
         };
         let list = self.checklist(input.study_id).await?;
+        let states: Vec<_> = list.checks.iter().map(|c| (c.check(), c.state)).collect();
+        let rationale = input.rationale.trim().to_owned();
+        if rationale.chars().count() > crate::review::MAX_NOTE_CHARS {
+            return Err(invalid(format!(
+                "field `rationale`: expected at most {} characters",
+                crate::review::MAX_NOTE_CHARS
+            )));
+        }
+        let gate = kvgate_core::decision::gate_decision(&states, input.override_gate, &rationale)
+            .map_err(|e| AppError::new(ErrorCode::Conflict, e.to_string()))?;
         let record = DecisionRecord {
             outcome: input.outcome,
-            rationale: input.rationale,
+            rationale,
+            overridden: gate.overridden,
+            overridden_checks: gate.open,
             suggested: cell.decision.outcome,
             rules: cell.decision.rules.clone(),
             next_experiment: cell.decision.next_experiment.clone(),

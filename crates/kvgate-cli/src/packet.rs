@@ -1,8 +1,9 @@
 use std::path::PathBuf;
 
 use clap::Subcommand;
-use kvgate_app::packet::{verify_packet, PacketExportInput};
-use kvgate_app::{App, AppError};
+use kvgate_app::packet::{verify_packet_with_key, PacketExportInput, PacketVerification};
+use kvgate_app::signing::{packet_key, parse_public_key, PacketSignatureState};
+use kvgate_app::{App, AppError, ErrorCode};
 
 use crate::{print_json, Outcome};
 
@@ -25,17 +26,68 @@ pub enum PacketCommand {
         /// balanced sample of 12 across the strata
         #[arg(long, value_delimiter = ',')]
         items: Option<Vec<String>>,
+        /// Sign index.json with the packet signing key kept in the OS keyring (minisign format,
+        /// index.json.minisig); exits 1, writing nothing, when no keyring answers
+        #[arg(long)]
+        sign: bool,
         #[arg(long)]
         json: bool,
     },
-    /// Check every file of a packet folder or zip against its index.json; exits 1 naming each
-    /// modified, missing or unexpected file
+    /// Check every file of a packet folder or zip against its index.json, and its signature;
+    /// exits 1 naming each modified, missing or unexpected file, a bad signature, or a key
+    /// that is not the given one
     Verify {
         /// The packet folder or zip file
         target: PathBuf,
+        /// The public key the packet must be signed with: minisign's base64 line (as `kvgate
+        /// packet key show` prints it), or a minisign .pub file
+        #[arg(long)]
+        pubkey: Option<String>,
         #[arg(long)]
         json: bool,
     },
+    /// The packet signing key
+    Key {
+        #[command(subcommand)]
+        cmd: KeyCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeyCommand {
+    /// Print the public key of the packet signing key in minisign's format (usable as
+    /// `minisign -V -P KEY`); the key is created in the OS keyring if none is kept yet
+    Show {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// The signature line of a verification.
+fn signature_line(v: &PacketVerification) -> String {
+    let s = &v.signature;
+    let id = s.key_id.as_deref().unwrap_or("?");
+    match s.state {
+        PacketSignatureState::Unsigned => {
+            "unsigned: the packet carries no index.json.minisig".to_owned()
+        }
+        PacketSignatureState::UntrustedKey => format!(
+            "signed by untrusted key id {id}: the signature is not checked without --pubkey KEY"
+        ),
+        PacketSignatureState::Verified => format!(
+            "signature verified: index.json is signed by key id {id}{}",
+            s.trusted_comment
+                .as_deref()
+                .map(|c| format!(" (trusted comment: {c})"))
+                .unwrap_or_default()
+        ),
+        PacketSignatureState::WrongKey
+        | PacketSignatureState::Bad
+        | PacketSignatureState::MissingSignature => format!(
+            "signature not verified: {}",
+            s.problem.as_deref().unwrap_or("?")
+        ),
+    }
 }
 
 /// "33 files listed in index.json": how export and verify both count a packet's files (index.json
@@ -54,6 +106,7 @@ pub async fn run(app: &App, cmd: PacketCommand) -> Result<Outcome, AppError> {
             out,
             zip,
             items,
+            sign,
             json,
         } => {
             let study = app.study_by_name(&study).await?;
@@ -63,6 +116,7 @@ pub async fn run(app: &App, cmd: PacketCommand) -> Result<Outcome, AppError> {
                     out: out.display().to_string(),
                     zip,
                     representative: items,
+                    sign,
                 })
                 .await?;
             if json {
@@ -75,14 +129,46 @@ pub async fn run(app: &App, cmd: PacketCommand) -> Result<Outcome, AppError> {
                     export.out,
                     export.index_sha256
                 );
+                if let Some(key) = &export.signed_by {
+                    println!(
+                        "signed index.json with key id {} (index.json.minisig){}",
+                        key.key_id,
+                        if key.created {
+                            "; the key was created now in the OS keyring"
+                        } else {
+                            ""
+                        }
+                    );
+                }
                 for w in &export.warnings {
                     eprintln!("warning: {w}");
                 }
             }
             Ok(Outcome::Success)
         }
-        PacketCommand::Verify { target, json } => {
-            let v = verify_packet(&target);
+        PacketCommand::Verify {
+            target,
+            pubkey,
+            json,
+        } => {
+            let pubkey = match pubkey {
+                None => None,
+                Some(given) => {
+                    // A path to a .pub file, or the key itself.
+                    let text = if std::path::Path::new(&given).is_file() {
+                        std::fs::read_to_string(&given).map_err(|e| {
+                            AppError::new(ErrorCode::InvalidInput, format!("--pubkey {given}: {e}"))
+                        })?
+                    } else {
+                        given
+                    };
+                    Some(
+                        parse_public_key(&text)
+                            .map_err(|e| AppError::new(ErrorCode::InvalidInput, e))?,
+                    )
+                }
+            };
+            let v = verify_packet_with_key(&target, pubkey.as_ref());
             if json {
                 print_json(&v)?;
             } else if v.verified {
@@ -95,6 +181,7 @@ pub async fn run(app: &App, cmd: PacketCommand) -> Result<Outcome, AppError> {
                     "verified: {} {matches} sha256 and size",
                     listed(v.files_checked)
                 );
+                println!("{}", signature_line(&v));
             } else {
                 if let Some(p) = &v.problem {
                     println!("not verified: {p}");
@@ -108,12 +195,34 @@ pub async fn run(app: &App, cmd: PacketCommand) -> Result<Outcome, AppError> {
                 for m in &v.unexpected {
                     println!("unexpected: {m}");
                 }
+                if v.problem.is_none() {
+                    println!("{}", signature_line(&v));
+                }
             }
             Ok(if v.verified {
                 Outcome::Success
             } else {
                 Outcome::Failure(1)
             })
+        }
+        PacketCommand::Key {
+            cmd: KeyCommand::Show { json },
+        } => {
+            let key = packet_key().await?;
+            if json {
+                print_json(&key)?;
+            } else {
+                // minisign's public key file: its comment line names the key id, the second
+                // line is what `minisign -V -P` takes.
+                print!("{}", key.public_key_file);
+                if key.created {
+                    eprintln!(
+                        "created the packet signing key {} in the OS keyring",
+                        key.key_id
+                    );
+                }
+            }
+            Ok(Outcome::Success)
         }
     }
 }

@@ -1,5 +1,5 @@
 use clap::Subcommand;
-use kvgate_app::domain::review::AdjudicationLabel;
+use kvgate_app::domain::review::ReviewLabel;
 use kvgate_app::review::{LabelInput, ReviewFilter};
 use kvgate_app::{App, AppError, ErrorCode};
 
@@ -20,8 +20,10 @@ pub enum ReviewCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Label a pair: candidate_regression, baseline_error, both_acceptable, both_wrong or
-    /// ambiguous_item; appended to the study's audit chain, then the sides are revealed
+    /// Label a pair blind, by its sides: a_correct_b_wrong, b_correct_a_wrong, both_acceptable,
+    /// both_wrong or ambiguous_item; appended to the study's audit chain, then the sides are
+    /// revealed with the label they map to. A relabel (after the reveal) may also name
+    /// candidate_regression or baseline_error, and is recorded as unblinded
     Label {
         /// The pair id as listed, STUDY:CELL/ITEM_ID
         #[arg(long)]
@@ -85,11 +87,12 @@ pub async fn run(app: &App, cmd: ReviewCommand) -> Result<Outcome, AppError> {
                     }
                 };
                 println!(
-                    "{}  A {}  B {}  {}",
+                    "{}  A {}  B {}  {}{}",
                     p.pair_id,
                     side(&p.a),
                     side(&p.b),
-                    p.label.map_or("unlabelled", |l| l.as_str())
+                    p.label.map_or("unlabelled", |l| l.as_str()),
+                    if p.unblinded { " (unblinded)" } else { "" }
                 );
             }
             Ok(Outcome::Success)
@@ -101,12 +104,13 @@ pub async fn run(app: &App, cmd: ReviewCommand) -> Result<Outcome, AppError> {
             by,
             json,
         } => {
-            let label = AdjudicationLabel::parse(&label).ok_or_else(|| {
+            let label = ReviewLabel::parse(&label).ok_or_else(|| {
                 AppError::new(
                     ErrorCode::InvalidInput,
                     format!(
-                        "--label: expected one of candidate_regression, baseline_error, \
-                         both_acceptable, both_wrong, ambiguous_item, found {label:?}"
+                        "--label: expected one of a_correct_b_wrong, b_correct_a_wrong, \
+                         both_acceptable, both_wrong, ambiguous_item (or, for a revealed pair, \
+                         candidate_regression, baseline_error), found {label:?}"
                     ),
                 )
             })?;
@@ -122,9 +126,14 @@ pub async fn run(app: &App, cmd: ReviewCommand) -> Result<Outcome, AppError> {
                 print_json(&outcome)?;
             } else {
                 println!(
-                    "labelled {} as {} (audit event {}); revealed: A = {}, B = {}",
+                    "labelled {} as {}{} (audit event {}); revealed: A = {}, B = {}: {}{}",
                     outcome.event.subject,
                     label.as_str(),
+                    if outcome.unblinded {
+                        " after the reveal"
+                    } else {
+                        " blind"
+                    },
                     outcome.event.seq,
                     if outcome.candidate_is_a {
                         outcome.candidate.as_str()
@@ -135,6 +144,12 @@ pub async fn run(app: &App, cmd: ReviewCommand) -> Result<Outcome, AppError> {
                         "B0"
                     } else {
                         outcome.candidate.as_str()
+                    },
+                    outcome.label.as_str(),
+                    if outcome.unblinded {
+                        " (unblinded: counted apart from the blind labels)"
+                    } else {
+                        ""
                     },
                 );
             }
@@ -182,6 +197,10 @@ pub struct SignoffArgs {
     check: String,
     #[arg(long)]
     by: String,
+    /// Why the check is signed although its evidence shows a failure (an invalid cell, a
+    /// failed protected floor); required then, recorded with the signature
+    #[arg(long, default_value = "")]
+    reason: String,
     #[arg(long)]
     json: bool,
 }
@@ -194,13 +213,17 @@ pub struct DecideArgs {
     /// The candidate cell
     #[arg(long)]
     candidate: String,
-    /// retain, calibrate or rollback
+    /// retain, calibrate, rollback or promote
     #[arg(long)]
     outcome: String,
     #[arg(long, env = "USER")]
     by: String,
     #[arg(long, default_value = "")]
     rationale: String,
+    /// Record the decision although checks are unsigned or void (needs --rationale): an audit
+    /// event shown in red on the Sign-off screen and in the packet
+    #[arg(long = "override")]
+    override_gate: bool,
     #[arg(long)]
     json: bool,
 }
@@ -223,6 +246,7 @@ pub async fn signoff(app: &App, args: SignoffArgs) -> Result<Outcome, AppError> 
             check,
             by: args.by,
             expected_sha256: None,
+            reason: args.reason,
         })
         .await?;
     if args.json {
@@ -246,7 +270,7 @@ pub async fn decide(app: &App, args: DecideArgs) -> Result<Outcome, AppError> {
         AppError::new(
             ErrorCode::InvalidInput,
             format!(
-                "--outcome: expected retain, calibrate or rollback, found {:?}",
+                "--outcome: expected retain, calibrate, rollback or promote, found {:?}",
                 args.outcome
             ),
         )
@@ -259,6 +283,7 @@ pub async fn decide(app: &App, args: DecideArgs) -> Result<Outcome, AppError> {
             outcome,
             by: args.by,
             rationale: args.rationale,
+            override_gate: args.override_gate,
         })
         .await?;
     if args.json {
@@ -268,6 +293,25 @@ pub async fn decide(app: &App, args: DecideArgs) -> Result<Outcome, AppError> {
             "decided {} for {} (suggested {}; audit event {})",
             args.outcome, event.subject, event.payload["suggested"], event.seq
         );
+        if event.payload["overridden"] == true {
+            println!(
+                "OVERRIDE: recorded past checks not signed over their current evidence ({}); \
+                 rationale: {}",
+                event.payload["overridden_checks"]
+                    .as_array()
+                    .map(|a| a
+                        .iter()
+                        .map(|o| format!(
+                            "{} {}",
+                            o["check"].as_str().unwrap_or("?"),
+                            o["state"].as_str().unwrap_or("?")
+                        ))
+                        .collect::<Vec<_>>()
+                        .join(", "))
+                    .unwrap_or_default(),
+                event.payload["rationale"].as_str().unwrap_or_default()
+            );
+        }
     }
     Ok(Outcome::Success)
 }

@@ -118,6 +118,11 @@ pub struct AdjudicationEvidence {
     pub pair: String,
     pub label: AdjudicationLabel,
     pub event: i64,
+    /// Given after the reveal (a relabel), counted apart; omitted for a blind label, so
+    /// signatures made over blind labels hold.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[ts(optional, as = "Option<bool>")]
+    pub unblinded: bool,
 }
 
 /// Check 3: per cell the request outcomes and, per class, latency percentiles and useful goodput.

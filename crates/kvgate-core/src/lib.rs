@@ -16,6 +16,7 @@ pub mod analysis;
 pub mod canonical;
 pub mod checklist;
 pub mod compat;
+pub mod decision;
 pub mod evidence;
 pub mod fixtures;
 pub mod kv_capacity;

@@ -64,6 +64,128 @@ impl AdjudicationLabel {
     }
 }
 
+/// What a reviewer chooses on a pair. Before the reveal only the side labels (`a_…`, `b_…`,
+/// `both_…`, `ambiguous_item`) are accepted: they need no knowledge of which side is the
+/// candidate. `candidate_regression` and `baseline_error` name the sides by role, so they are
+/// accepted only once the pair has been revealed, and recorded as unblinded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ReviewLabel {
+    /// Side A's answer is right, side B's is wrong.
+    ACorrectBWrong,
+    /// Side B's answer is right, side A's is wrong.
+    BCorrectAWrong,
+    BothAcceptable,
+    BothWrong,
+    AmbiguousItem,
+    /// After the reveal only.
+    CandidateRegression,
+    /// After the reveal only.
+    BaselineError,
+}
+
+impl ReviewLabel {
+    pub const ALL: [ReviewLabel; 7] = [
+        ReviewLabel::ACorrectBWrong,
+        ReviewLabel::BCorrectAWrong,
+        ReviewLabel::BothAcceptable,
+        ReviewLabel::BothWrong,
+        ReviewLabel::AmbiguousItem,
+        ReviewLabel::CandidateRegression,
+        ReviewLabel::BaselineError,
+    ];
+
+    /// The labels a reviewer can give without knowing which side is the candidate.
+    pub const BLIND: [ReviewLabel; 5] = [
+        ReviewLabel::ACorrectBWrong,
+        ReviewLabel::BCorrectAWrong,
+        ReviewLabel::BothAcceptable,
+        ReviewLabel::BothWrong,
+        ReviewLabel::AmbiguousItem,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReviewLabel::ACorrectBWrong => "a_correct_b_wrong",
+            ReviewLabel::BCorrectAWrong => "b_correct_a_wrong",
+            ReviewLabel::BothAcceptable => "both_acceptable",
+            ReviewLabel::BothWrong => "both_wrong",
+            ReviewLabel::AmbiguousItem => "ambiguous_item",
+            ReviewLabel::CandidateRegression => "candidate_regression",
+            ReviewLabel::BaselineError => "baseline_error",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<ReviewLabel> {
+        Self::ALL.into_iter().find(|l| l.as_str() == s)
+    }
+
+    /// Whether the label can be chosen without knowing which side is the candidate.
+    pub fn is_blind(self) -> bool {
+        Self::BLIND.contains(&self)
+    }
+}
+
+/// A label mapped to its adjudication, with whether it was given blind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS, JsonSchema)]
+pub struct MappedLabel {
+    pub label: AdjudicationLabel,
+    /// True when given after the pair was revealed (a relabel): counted apart.
+    pub unblinded: bool,
+}
+
+/// Why a label is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LabelRefusal {
+    /// `candidate_regression` or `baseline_error` on a pair not yet revealed.
+    RoleLabelBeforeReveal(ReviewLabel),
+}
+
+impl std::fmt::Display for LabelRefusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LabelRefusal::RoleLabelBeforeReveal(l) => write!(
+                f,
+                "{} names the candidate, which is not revealed before the pair is labelled: \
+                 label the sides (a_correct_b_wrong, b_correct_a_wrong, both_acceptable, \
+                 both_wrong or ambiguous_item); KV Gate maps them after the reveal",
+                l.as_str()
+            ),
+        }
+    }
+}
+
+/// Maps a reviewer's label to its adjudication. `candidate_is_a`: the pair's blind order;
+/// `revealed`: the pair was labelled before, so the reviewer has seen which side is which. A
+/// first label on a side is blind; every label after the reveal is unblinded, whatever it
+/// names; a role label before the reveal is refused.
+pub fn map_label(
+    label: ReviewLabel,
+    candidate_is_a: bool,
+    revealed: bool,
+) -> Result<MappedLabel, LabelRefusal> {
+    if !revealed && !label.is_blind() {
+        return Err(LabelRefusal::RoleLabelBeforeReveal(label));
+    }
+    let a_is_b0 = !candidate_is_a;
+    let label = match label {
+        // The side that is right is B0 exactly when the wrong side is the candidate.
+        ReviewLabel::ACorrectBWrong if a_is_b0 => AdjudicationLabel::CandidateRegression,
+        ReviewLabel::ACorrectBWrong => AdjudicationLabel::BaselineError,
+        ReviewLabel::BCorrectAWrong if a_is_b0 => AdjudicationLabel::BaselineError,
+        ReviewLabel::BCorrectAWrong => AdjudicationLabel::CandidateRegression,
+        ReviewLabel::BothAcceptable => AdjudicationLabel::BothAcceptable,
+        ReviewLabel::BothWrong => AdjudicationLabel::BothWrong,
+        ReviewLabel::AmbiguousItem => AdjudicationLabel::AmbiguousItem,
+        ReviewLabel::CandidateRegression => AdjudicationLabel::CandidateRegression,
+        ReviewLabel::BaselineError => AdjudicationLabel::BaselineError,
+    };
+    Ok(MappedLabel {
+        label,
+        unblinded: revealed,
+    })
+}
+
 /// The id of a pair, unique across studies: `{study}:{candidate cell}/{fixture item id}`.
 pub fn pair_id(study_id: i64, candidate: &str, item_id: &str) -> String {
     format!("{study_id}:{candidate}/{item_id}")
@@ -327,5 +449,55 @@ mod tests {
             AdjudicationLabel::AmbiguousItem.adjudicated_acceptance(),
             None
         );
+    }
+
+    #[test]
+    fn side_labels_map_by_the_blind_order_and_role_labels_wait_for_the_reveal() {
+        use ReviewLabel as R;
+        // Candidate shown as A: A right and B wrong means B0 was wrong.
+        let m = map_label(R::ACorrectBWrong, true, false).unwrap();
+        assert_eq!(m.label, AdjudicationLabel::BaselineError);
+        assert!(!m.unblinded);
+        assert_eq!(
+            map_label(R::BCorrectAWrong, true, false).unwrap().label,
+            AdjudicationLabel::CandidateRegression
+        );
+        // Candidate shown as B: the same side label means the opposite role.
+        assert_eq!(
+            map_label(R::ACorrectBWrong, false, false).unwrap().label,
+            AdjudicationLabel::CandidateRegression
+        );
+        assert_eq!(
+            map_label(R::BCorrectAWrong, false, false).unwrap().label,
+            AdjudicationLabel::BaselineError
+        );
+        for (side, adj) in [
+            (R::BothAcceptable, AdjudicationLabel::BothAcceptable),
+            (R::BothWrong, AdjudicationLabel::BothWrong),
+            (R::AmbiguousItem, AdjudicationLabel::AmbiguousItem),
+        ] {
+            for cand_a in [true, false] {
+                assert_eq!(map_label(side, cand_a, false).unwrap().label, adj);
+            }
+        }
+        // A role label cannot be given blind: it would need the reveal.
+        for role in [R::CandidateRegression, R::BaselineError] {
+            let err = map_label(role, true, false).unwrap_err();
+            assert_eq!(err, LabelRefusal::RoleLabelBeforeReveal(role));
+            assert!(err.to_string().contains("label the sides"), "{err}");
+        }
+        // After the reveal every label is accepted and recorded as unblinded, side labels too.
+        let m = map_label(R::CandidateRegression, false, true).unwrap();
+        assert_eq!(m.label, AdjudicationLabel::CandidateRegression);
+        assert!(m.unblinded);
+        let m = map_label(R::ACorrectBWrong, false, true).unwrap();
+        assert_eq!(m.label, AdjudicationLabel::CandidateRegression);
+        assert!(m.unblinded);
+        for l in ReviewLabel::ALL {
+            assert_eq!(ReviewLabel::parse(l.as_str()), Some(l));
+            assert_eq!(serde_json::to_value(l).unwrap(), l.as_str());
+        }
+        assert_eq!(ReviewLabel::BLIND.len(), 5);
+        assert!(!R::CandidateRegression.is_blind() && !R::BaselineError.is_blind());
     }
 }

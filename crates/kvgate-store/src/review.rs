@@ -16,6 +16,8 @@ pub struct AdjudicationRow {
     pub labelled_by: String,
     pub labelled_at: String,
     pub event_seq: i64,
+    /// Given after the pair was revealed (a relabel): counted apart from the blind labels.
+    pub unblinded: bool,
 }
 
 fn event_from_row(row: &SqliteRow) -> Result<AuditEvent, StoreError> {
@@ -123,8 +125,24 @@ impl Store {
         )
     }
 
+    /// Whether the pair has a label (then its sides have been revealed to the reviewer).
+    pub async fn pair_labelled(&self, study_id: i64, pair_id: &str) -> Result<bool, StoreError> {
+        let found: i64 = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM adjudications WHERE study_id = ? AND pair_id = ?)",
+        )
+        .bind(study_id)
+        .bind(pair_id)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(found != 0)
+    }
+
     /// Records a label on a pair: one audit event (with the label it replaces) and the pair's
-    /// current row, in one transaction.
+    /// current row, in one transaction. `unblinded` (recorded in the event's payload and the
+    /// row) must say whether the pair was already labelled: a first label is blind, a relabel is
+    /// made after the reveal. When another label landed since the caller looked, the label is
+    /// refused and nothing is written.
+    #[allow(clippy::too_many_arguments)]
     pub async fn record_label(
         &self,
         study_id: i64,
@@ -132,6 +150,7 @@ impl Store {
         label: &str,
         note: &str,
         actor: &str,
+        unblinded: bool,
         extra: Value,
     ) -> Result<AuditEvent, StoreError> {
         let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
@@ -142,9 +161,20 @@ impl Store {
         .bind(pair_id)
         .fetch_optional(&mut *tx)
         .await?;
+        if current.is_some() != unblinded {
+            return Err(StoreError::Invalid {
+                entity: "pair",
+                key: pair_id.to_owned(),
+                reason: if unblinded {
+                    "has no label yet: its first label is given blind".to_owned()
+                } else {
+                    "was labelled meanwhile, and revealed: label it again".to_owned()
+                },
+            });
+        }
         let previous =
             current.map(|(label, note)| serde_json::json!({"label": label, "note": note}));
-        let mut payload = serde_json::json!({"label": label, "note": note});
+        let mut payload = serde_json::json!({"label": label, "note": note, "unblinded": unblinded});
         if let (Some(p), Value::Object(extra)) = (payload.as_object_mut(), extra) {
             p.extend(extra);
         }
@@ -159,10 +189,11 @@ impl Store {
         )
         .await?;
         sqlx::query(
-            "INSERT INTO adjudications (study_id, pair_id, label, note, labelled_by, labelled_at, event_seq) \
-             VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (study_id, pair_id) DO UPDATE SET \
+            "INSERT INTO adjudications (study_id, pair_id, label, note, labelled_by, labelled_at, event_seq, unblinded) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (study_id, pair_id) DO UPDATE SET \
              label = excluded.label, note = excluded.note, labelled_by = excluded.labelled_by, \
-             labelled_at = excluded.labelled_at, event_seq = excluded.event_seq",
+             labelled_at = excluded.labelled_at, event_seq = excluded.event_seq, \
+             unblinded = excluded.unblinded",
         )
         .bind(study_id)
         .bind(pair_id)
@@ -171,6 +202,7 @@ impl Store {
         .bind(actor)
         .bind(&event.at)
         .bind(event.seq)
+        .bind(unblinded)
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
@@ -249,7 +281,7 @@ impl Store {
     /// The current label of every labelled pair of the study.
     pub async fn adjudications(&self, study_id: i64) -> Result<Vec<AdjudicationRow>, StoreError> {
         let rows = sqlx::query(
-            "SELECT pair_id, label, note, labelled_by, labelled_at, event_seq FROM adjudications \
+            "SELECT pair_id, label, note, labelled_by, labelled_at, event_seq, unblinded FROM adjudications \
              WHERE study_id = ? ORDER BY pair_id",
         )
         .bind(study_id)
@@ -264,6 +296,7 @@ impl Store {
                     labelled_by: r.try_get("labelled_by")?,
                     labelled_at: r.try_get("labelled_at")?,
                     event_seq: r.try_get("event_seq")?,
+                    unblinded: r.try_get("unblinded")?,
                 })
             })
             .collect()

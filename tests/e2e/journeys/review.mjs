@@ -1,7 +1,9 @@
 // Journey of the reviewer and the architect on real paired disagreements: llama.cpp on CPU,
 // Qwen2.5-Coder-0.5B, f16 KV (B0) against q8_0 KV (Q8, an 8-bit stand-in, not FP8), 72 short items
 // with three answers that flip from the KV precision alone (fixtures/disagreements). The three
-// pairs are labelled blind with the keyboard, each revealed after its label; the recovery plan is
+// pairs are labelled blind with the keyboard, by their sides (keys 1–3: A correct and B wrong,
+// B correct and A wrong, both acceptable), each revealed after its label with the label it maps
+// to; one is relabelled after the reveal, which is marked unblinded; the recovery plan is
 // recorded, the four checks are signed and the decision recorded; then a label is edited with raw
 // SQL outside the app, and the app shows the tamper warning and the quality signature it voids.
 
@@ -12,7 +14,15 @@ import { fileURLToPath } from 'node:url';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 const STUDY = 'Recorded q8_0 disagreements';
-const LABEL_KEYS = [['1', 'candidate_regression'], ['2', 'baseline_error'], ['3', 'both_acceptable']];
+const LABEL_KEYS = [['1', 'a_correct_b_wrong'], ['2', 'b_correct_a_wrong'], ['3', 'both_acceptable']];
+
+/** The label a side label maps to once the sides are revealed ("A = Q8, B = B0": the candidate is A). */
+function mapped(side, reveal) {
+  const candidateIsA = /A = Q8/.test(reveal);
+  if (side === 'a_correct_b_wrong') return candidateIsA ? 'baseline_error' : 'candidate_regression';
+  if (side === 'b_correct_a_wrong') return candidateIsA ? 'candidate_regression' : 'baseline_error';
+  return side;
+}
 
 /** Presses one key as the keyboard does (WebDriver actions), to the focused page. */
 async function press(s, key) {
@@ -87,22 +97,41 @@ export const journeys = [
       const differs = await s.script('return document.querySelectorAll(\'[data-testid="review-diff-row"] [data-differs="true"]\').length;');
       assert(differs >= 1, `a differing field is marked: ${differs}`);
 
-      // Label the three pairs with the keyboard (1, 2, 3 = three different labels), j = next.
+      // Before any label, only the five side labels are offered: none names a role.
+      assert(!(await s.findAll('[data-testid="review-label-candidate_regression"]')).length, 'no role label before the reveal');
+      // Label the three pairs blind with the keyboard (1, 2, 3 = three side labels), j = next; each
+      // reveal shows the sides and the label the side label maps to.
       await s.click('[data-testid="review-list"]');
+      const expected = [];
       for (let i = 0; i < 3; i++) {
-        const [key, label] = LABEL_KEYS[i];
+        const [key, side] = LABEL_KEYS[i];
         await press(s, key);
-        await waitUntil(() => rows(s), (r) => r[i].label === label, `pair ${i + 1} labelled ${label}`);
+        await waitUntil(() => rows(s), (r) => r[i].label !== 'unlabelled', `pair ${i + 1} labelled ${side}`);
         const reveal = await s.text('[data-testid="review-reveal"]');
         assert(/A = (B0|Q8)/.test(reveal) && /B = (B0|Q8)/.test(reveal), `the reveal names both sides: ${reveal}`);
+        const label = (await rows(s))[i].label;
+        assert(label === mapped(side, reveal), `${side} with ${reveal} maps to ${mapped(side, reveal)}, stored ${label}`);
+        expected.push(label);
         if (i < 2) await press(s, 'j');
       }
       await ctx.screenshot(s, 'review-labelled');
+      // A relabel after the reveal (the role labels are offered now): recorded, marked unblinded.
+      await s.click('[data-testid="review-label-both_wrong"]');
+      await waitUntil(
+        () => s.attr('[data-testid="review-current-label"]', 'data-unblinded'),
+        (v) => v === 'true',
+        'the relabel marked unblinded',
+      );
+      const status = await s.text('[data-testid="review-current-label"]');
+      assert(status.includes('(unblinded)'), `the pair says unblinded: ${status}`);
+      expected[2] = 'both_wrong';
+      await ctx.screenshot(s, 'review-unblinded');
       const audit = ctx.kvgate(['--db', db, 'audit', 'verify', '--study', STUDY]);
-      assert(audit.includes('intact: 3 audit events'), `audit: ${audit}`);
+      assert(audit.includes('intact: 4 audit events'), `audit: ${audit}`);
       const queue = JSON.parse(ctx.kvgate(['--db', db, 'review', 'list', '--study', STUDY, '--json']));
       const stored = queue.pairs.map((p) => p.label).sort();
-      assert(JSON.stringify(stored) === JSON.stringify(LABEL_KEYS.map(([, l]) => l).sort()), `the three labels are stored: ${stored}`);
+      assert(JSON.stringify(stored) === JSON.stringify([...expected].sort()), `the three labels are stored: ${stored}`);
+      assert(queue.pairs.filter((p) => p.unblinded).length === 1, 'one pair unblinded in the CLI too');
 
       // Sign the four checks, then record the decision.
       await s.click('[data-testid="nav-signoff"]');
@@ -127,6 +156,9 @@ export const journeys = [
       const plan = JSON.parse(ctx.kvgate(['--db', db, 'recovery', 'show', '--study', STUDY, '--json']));
       assert(plan.current?.plan.canary.share_percent === 5 && plan.current.recorded_by === 'owner', `plan stored: ${JSON.stringify(plan.current)}`);
       for (const check of ['compatibility', 'quality', 'operations', 'recovery']) {
+        // A check whose evidence shows a failure (a protected floor failed) takes a stated reason.
+        const reason = `[data-testid="signoff-check"][data-check="${check}"] [data-testid="signoff-reason"]`;
+        if ((await s.findAll(reason)).length) await s.type(reason, 'three flips recorded; signed to record the decision');
         await s.click(`[data-testid="signoff-check"][data-check="${check}"] [data-testid="signoff-sign"]`);
         await waitUntil(() => checkStates(s), (st) => st[check] === 'signed', `${check} signed`, 30000);
       }
@@ -136,7 +168,7 @@ export const journeys = [
       await waitUntil(() => s.findAll('[data-testid="decision-row"]'), (r) => r.length === 1, 'the decision listed');
       await ctx.screenshot(s, 'signoff-decided');
       const verified = ctx.kvgate(['--db', db, 'audit', 'verify', '--study', STUDY]);
-      assert(verified.includes('intact: 8 audit events'), `audit after sign-off: ${verified}`);
+      assert(verified.includes('intact: 9 audit events'), `audit after sign-off: ${verified}`);
 
       // A label edited outside the app: the review screen flags it, the quality signature is void.
       const edited = listed[1].id;

@@ -45,6 +45,11 @@ pub struct PacketExportInput {
     /// balanced sample across the strata.
     #[serde(default)]
     pub representative: Option<Vec<String>>,
+    /// Sign `index.json` with the packet signing key kept in the OS keyring (minisign format,
+    /// written as `index.json.minisig` beside it); refused, writing nothing, without a keyring.
+    #[serde(default)]
+    #[ts(as = "Option<bool>", optional)]
+    pub sign: bool,
 }
 
 /// One file of a packet.
@@ -80,6 +85,8 @@ pub struct PacketExport {
     pub representative: Vec<String>,
     /// What the packet could not include, and why (also in the report).
     pub warnings: Vec<String>,
+    /// The signing key, when the packet was signed.
+    pub signed_by: Option<crate::signing::PacketKey>,
 }
 
 /// What verifying a packet found.
@@ -97,6 +104,10 @@ pub struct PacketVerification {
     pub unexpected: Vec<String>,
     /// Why the index itself could not be read, when it could not.
     pub problem: Option<String>,
+    /// The signature of `index.json` (`index.json.minisig`): unsigned, an untrusted key id (no
+    /// public key given), verified, or what is wrong with it. A packet verifies only when its
+    /// files match and its signature, if checked, holds.
+    pub signature: crate::signing::PacketSignature,
 }
 
 fn invalid(message: impl Into<String>) -> AppError {
@@ -465,7 +476,7 @@ impl App {
             .map(|a| {
                 json!({"pair_id": a.pair_id, "label": a.label, "note": a.note,
                        "labelled_by": a.labelled_by, "labelled_at": a.labelled_at,
-                       "event_seq": a.event_seq})
+                       "event_seq": a.event_seq, "unblinded": a.unblinded})
             })
             .collect();
         let mut label_counts: BTreeMap<String, u64> = BTreeMap::new();
@@ -575,6 +586,21 @@ impl App {
         let (files, index, representative, warnings) = self.packet_files(&input).await?;
         let index_bytes = pretty(&index);
         let index_sha256 = sha256_hex(&index_bytes);
+        // Signed before anything is written: without a keyring nothing is.
+        let signature = if input.sign {
+            Some(crate::signing::sign_index(index_bytes.clone(), index.study.clone()).await?)
+        } else {
+            None
+        };
+        let extra: Vec<(String, Vec<u8>)> = signature
+            .iter()
+            .map(|(sig, _)| {
+                (
+                    crate::signing::SIGNATURE_FILE.to_owned(),
+                    sig.as_bytes().to_vec(),
+                )
+            })
+            .collect();
         let name = out
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -588,7 +614,7 @@ impl App {
                 .prefix(&prefix)
                 .tempfile_in(parent)
                 .map_err(staging_err)?;
-            write_zip(staging.path(), &files, &index_bytes)?;
+            write_zip(staging.path(), &files, &index_bytes, &extra)?;
             // tempfile creates the file 0600; a packet is for reading by others.
             #[cfg(unix)]
             set_mode(staging.path(), 0o644)?;
@@ -604,6 +630,7 @@ impl App {
                 .0
                 .iter()
                 .chain([(&INDEX_FILE.to_owned(), &index_bytes)])
+                .chain(extra.iter().map(|(p, b)| (p, b)))
             {
                 let target = staging.path().join(path);
                 if let Some(dir) = target.parent() {
@@ -631,6 +658,7 @@ impl App {
             files: index.files,
             representative,
             warnings,
+            signed_by: signature.map(|(_, key)| key),
         })
     }
 }
@@ -644,7 +672,12 @@ fn set_mode(path: &Path, mode: u32) -> Result<(), AppError> {
         .map_err(|e| io(path, "cannot set permissions", e))
 }
 
-fn write_zip(path: &Path, files: &Files, index: &[u8]) -> Result<(), AppError> {
+fn write_zip(
+    path: &Path,
+    files: &Files,
+    index: &[u8],
+    extra: &[(String, Vec<u8>)],
+) -> Result<(), AppError> {
     use zip::write::SimpleFileOptions;
     let file = std::fs::File::create(path).map_err(|e| io(path, "cannot create", e))?;
     let mut zip = zip::ZipWriter::new(std::io::BufWriter::new(file));
@@ -660,6 +693,7 @@ fn write_zip(path: &Path, files: &Files, index: &[u8]) -> Result<(), AppError> {
         .iter()
         .map(|(n, b)| (n.as_str(), b.as_slice()))
         .chain([(INDEX_FILE, index)])
+        .chain(extra.iter().map(|(n, b)| (n.as_str(), b.as_slice())))
     {
         zip.start_file(name, options).map_err(err)?;
         zip.write_all(bytes)
@@ -728,22 +762,42 @@ impl PacketVerification {
             missing: Vec::new(),
             unexpected: Vec::new(),
             problem,
+            signature: crate::signing::check_signature(b"", None, None),
         }
     }
 }
 
-/// Checks every file of a packet folder or zip against its `index.json`.
+/// Checks every file of a packet folder or zip against its `index.json`; a signature is read
+/// and its key id reported, but not checked without a public key.
 pub fn verify_packet(target: &Path) -> PacketVerification {
+    verify_packet_with_key(target, None)
+}
+
+/// Checks every file of a packet against its `index.json`, and its signature against `pubkey`
+/// when one is given (a packet without a signature then fails).
+pub fn verify_packet_with_key(
+    target: &Path,
+    pubkey: Option<&minisign::PublicKey>,
+) -> PacketVerification {
     match read_packet(target) {
-        Ok(mut files) => verify_files(target, &mut files),
+        Ok(mut files) => verify_signed_files(target, &mut files, pubkey),
         Err(e) => PacketVerification::new(target, Some(e)),
     }
 }
 
-/// Checks files read from a packet against its index; the listed files are taken out of `files`,
-/// what is left is unexpected.
 fn verify_files(target: &Path, files: &mut BTreeMap<String, Vec<u8>>) -> PacketVerification {
+    verify_signed_files(target, files, None)
+}
+
+/// Checks files read from a packet against its index; the listed files are taken out of `files`,
+/// what is left is unexpected (but the signature of the index, which it cannot list).
+fn verify_signed_files(
+    target: &Path,
+    files: &mut BTreeMap<String, Vec<u8>>,
+    pubkey: Option<&minisign::PublicKey>,
+) -> PacketVerification {
     let mut v = PacketVerification::new(target, None);
+    let signature = files.remove(crate::signing::SIGNATURE_FILE);
     let Some(index_bytes) = files.remove(INDEX_FILE) else {
         v.problem = Some(format!("{}: no {INDEX_FILE}", target.display()));
         return v;
@@ -782,7 +836,11 @@ fn verify_files(target: &Path, files: &mut BTreeMap<String, Vec<u8>>) -> PacketV
         }
     }
     v.unexpected = std::mem::take(files).into_keys().collect();
-    v.verified = v.modified.is_empty() && v.missing.is_empty() && v.unexpected.is_empty();
+    v.signature = crate::signing::check_signature(&index_bytes, signature.as_deref(), pubkey);
+    v.verified = v.modified.is_empty()
+        && v.missing.is_empty()
+        && v.unexpected.is_empty()
+        && v.signature.passes();
     v
 }
 

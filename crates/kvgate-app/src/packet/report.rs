@@ -34,8 +34,30 @@ pub struct ReportInput<'a> {
 }
 
 fn decision_line(e: &AuditEvent) -> String {
+    let overridden = if e.payload["overridden"] == true {
+        let checks = e.payload["overridden_checks"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|o| {
+                        format!(
+                            "{} {}",
+                            escape(o["check"].as_str().unwrap_or("?")),
+                            escape(o["state"].as_str().unwrap_or("?"))
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+            .unwrap_or_default();
+        format!(
+            " <span class=\"void\">OVERRIDE: recorded although checks were not signed over their current evidence ({checks})</span>"
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "{}: recorded <b>{}</b> by {} at {} (suggested {}){}",
+        "{}: recorded <b>{}</b> by {} at {} (suggested {}){}{overridden}",
         escape(&e.subject),
         escape(e.payload["outcome"].as_str().unwrap_or("?")),
         escape(&e.actor),
@@ -263,8 +285,16 @@ pub fn render(r: &ReportInput<'_>) -> String {
     }
     let _ = writeln!(
         h,
-        "<p>Reviewers' labels: {} pair(s) adjudicated{}. Statistics on the labels: <code>results/paired.csv</code> (basis = adjudicated).</p>",
+        "<p>Reviewers' labels: {} pair(s) adjudicated{}{}. Statistics on the blind labels: <code>results/paired.csv</code> (basis = adjudicated).</p>",
         a.adjudicated_labels,
+        if a.adjudicated_unblinded_labels == 0 {
+            String::new()
+        } else {
+            format!(
+                ", of which <strong class=\"void\">{} relabelled after the reveal (unblinded)</strong>, counted apart (basis = adjudicated_unblinded)",
+                a.adjudicated_unblinded_labels
+            )
+        },
         if r.labels.is_empty() {
             String::new()
         } else {
@@ -350,9 +380,23 @@ pub fn render(r: &ReportInput<'_>) -> String {
         let sig = match (&c.signed, c.valid) {
             (None, _) => "not signed".to_owned(),
             (Some(e), true) => format!(
-                "<span class=\"ok\">signed by {} at {}</span>",
+                "<span class=\"ok\">signed by {} at {}</span>{}",
                 escape(&e.actor),
-                escape(&e.at)
+                escape(&e.at),
+                match (e.payload["failures"].as_array(), c.signed_reason.as_deref()) {
+                    (Some(f), r) if !f.is_empty() => format!(
+                        " <span class=\"void\">signed over failures the evidence shows ({}); reason: {}</span>",
+                        escape(
+                            &f.iter()
+                                .filter_map(|x| x.as_str())
+                                .collect::<Vec<_>>()
+                                .join("; ")
+                        ),
+                        escape(r.unwrap_or("?"))
+                    ),
+                    (_, Some(r)) => format!("; reason: {}", escape(r)),
+                    _ => String::new(),
+                }
             ),
             (Some(_), false) => format!(
                 "<span class=\"void\">{}</span>",

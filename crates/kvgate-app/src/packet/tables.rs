@@ -110,6 +110,12 @@ pub fn paired(a: &StudyAnalysis) -> Table {
                 rows.push((&c.cell, "adjudicated", r));
             }
         }
+        // Relabels made after the reveal, counted apart: every label, unblinded ones included.
+        if let Some(adj) = a.adjudicated_unblinded.get(&c.cell) {
+            for r in adj {
+                rows.push((&c.cell, "adjudicated_unblinded", r));
+            }
+        }
     }
     let f = |g: &dyn Fn(&PairedRow) -> Option<f64>| {
         Values::Float(rows.iter().map(|(_, _, r)| g(r)).collect())

@@ -38,6 +38,7 @@ fn export(sid: i64, out: &Path, zip: bool) -> PacketExportInput {
         out: out.display().to_string(),
         zip,
         representative: None,
+        sign: false,
     }
 }
 

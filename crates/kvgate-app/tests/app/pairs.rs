@@ -191,6 +191,7 @@ async fn a_candidate_run_over_another_corpus_is_flagged_and_its_foreign_items_no
         out: out.display().to_string(),
         zip: false,
         representative: None,
+        sign: false,
     })
     .await
     .unwrap();

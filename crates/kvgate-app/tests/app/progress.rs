@@ -7,7 +7,7 @@ use kvgate_app::recovery::RecordRecoveryInput;
 use kvgate_app::review::{LabelInput, ReviewFilter};
 use kvgate_app::signoff::{Check, DecideInput, DecisionOutcome, SignInput};
 use kvgate_app::{App, DbLocation};
-use kvgate_core::review::AdjudicationLabel;
+use kvgate_core::review::ReviewLabel;
 use kvgate_core::study::{NewStudy, StudyStep};
 use kvgate_formats::import::ImportFormat;
 
@@ -103,7 +103,12 @@ async fn the_next_step_follows_the_study_from_manifests_to_export() {
         assert_eq!(next(&app, sid).await, StudyStep::Review, "before label {i}");
         app.label_pair(LabelInput {
             pair_id: pair.pair_id.clone(),
-            label: AdjudicationLabel::CandidateRegression,
+            // Blind: the side the validator rejected is the wrong one.
+            label: if pair.a.accepted {
+                ReviewLabel::ACorrectBWrong
+            } else {
+                ReviewLabel::BCorrectAWrong
+            },
             note: String::new(),
             by: "reviewer".into(),
         })
@@ -135,6 +140,8 @@ async fn the_next_step_follows_the_study_from_manifests_to_export() {
             check,
             by: "architect".into(),
             expected_sha256: None,
+            // Stated for every check: the quality evidence may show a failed protected floor.
+            reason: "three protected answers flipped: signed to record the rollback".into(),
         })
         .await
         .unwrap();
@@ -150,6 +157,7 @@ async fn the_next_step_follows_the_study_from_manifests_to_export() {
         outcome: DecisionOutcome::Rollback,
         by: "architect".into(),
         rationale: "three protected answers flipped".into(),
+        override_gate: false,
     })
     .await
     .unwrap();
@@ -159,7 +167,7 @@ async fn the_next_step_follows_the_study_from_manifests_to_export() {
     // A label changed later voids the quality signature: sign-off is open again.
     app.label_pair(LabelInput {
         pair_id: queue.pairs[0].pair_id.clone(),
-        label: AdjudicationLabel::BothAcceptable,
+        label: ReviewLabel::BothAcceptable,
         note: String::new(),
         by: "reviewer".into(),
     })

@@ -7,7 +7,7 @@ use kvgate_app::fixtures::open_corpus;
 use kvgate_app::review::{LabelInput, ReviewFilter};
 use kvgate_app::runs::QualityRunInput;
 use kvgate_app::{App, DbLocation, ErrorCode};
-use kvgate_core::review::AdjudicationLabel;
+use kvgate_core::review::{AdjudicationLabel, ReviewLabel};
 use kvgate_core::study::NewStudy;
 
 use crate::{answer_server, queued_items, QWEN_FLIPPED_ITEMS};
@@ -170,13 +170,34 @@ async fn the_queue_is_blind_labels_are_audited_and_outside_edits_are_named() {
         .filter(|p| !p.disagreement)
         .all(|p| p.a.accepted == p.b.accepted));
 
-    // Label three pairs: each label reveals the sides, consistent with the verdicts.
+    // A role label cannot be given blind: it names the candidate, which is not yet revealed.
+    let err = app
+        .label_pair(LabelInput {
+            pair_id: queue.pairs[0].pair_id.clone(),
+            label: ReviewLabel::CandidateRegression,
+            note: String::new(),
+            by: "reviewer one".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::InvalidInput, "{}", err.message);
+    assert!(err.message.contains("label the sides"), "{}", err.message);
+    assert!(app.audit_events(sid).await.unwrap().is_empty());
+
+    // Label three pairs blind, by their sides: the side the validator rejected is the wrong one.
+    // Each label reveals the sides and maps to a candidate regression, consistent with the
+    // verdicts, whichever side the candidate was shown on.
     let mut seqs = Vec::new();
     for p in queue.pairs.iter().take(3) {
+        let side = if p.a.accepted {
+            ReviewLabel::ACorrectBWrong
+        } else {
+            ReviewLabel::BCorrectAWrong
+        };
         let out = app
             .label_pair(LabelInput {
                 pair_id: p.pair_id.clone(),
-                label: AdjudicationLabel::CandidateRegression,
+                label: side,
                 note: "wrong value".into(),
                 by: "reviewer one".into(),
             })
@@ -187,16 +208,22 @@ async fn the_queue_is_blind_labels_are_audited_and_outside_edits_are_named() {
             !candidate_side.accepted,
             "the candidate is the side its server did not answer"
         );
+        assert_eq!(out.label, AdjudicationLabel::CandidateRegression);
+        assert!(!out.unblinded);
         assert_eq!(out.event.payload["label"], "candidate_regression");
+        assert_eq!(out.event.payload["given"], side.as_str());
+        assert_eq!(out.event.payload["unblinded"], false);
         assert_eq!(out.event.previous, None);
         seqs.push(out.event.seq);
     }
     assert_eq!(seqs, [1, 2, 3]);
-    // A relabel records what it replaced.
+    // Both sides shown in both orders among the labelled pairs would be luck; the mapping
+    // itself is proven per order in kvgate-core. Here: a relabel after the reveal records what
+    // it replaced, and is unblinded, even with a side label.
     let relabel = app
         .label_pair(LabelInput {
             pair_id: queue.pairs[0].pair_id.clone(),
-            label: AdjudicationLabel::AmbiguousItem,
+            label: ReviewLabel::AmbiguousItem,
             note: "two assets match".into(),
             by: "reviewer two".into(),
         })
@@ -206,6 +233,8 @@ async fn the_queue_is_blind_labels_are_audited_and_outside_edits_are_named() {
         relabel.event.previous.as_ref().unwrap()["label"],
         "candidate_regression"
     );
+    assert!(relabel.unblinded);
+    assert_eq!(relabel.event.payload["unblinded"], true);
     let listed = app
         .review_queue(sid, ReviewFilter::default())
         .await
@@ -215,6 +244,8 @@ async fn the_queue_is_blind_labels_are_audited_and_outside_edits_are_named() {
         listed.pairs[0].label,
         Some(AdjudicationLabel::AmbiguousItem)
     );
+    assert!(listed.pairs[0].unblinded, "shown on the pair");
+    assert!(!listed.pairs[1].unblinded);
     assert!(
         listed.pairs[0].candidate_is_a.is_some(),
         "revealed once labelled"
@@ -228,7 +259,7 @@ async fn the_queue_is_blind_labels_are_audited_and_outside_edits_are_named() {
     let err = app
         .label_pair(LabelInput {
             pair_id: format!("{sid}:Q8/no-such-item"),
-            label: AdjudicationLabel::BothWrong,
+            label: ReviewLabel::BothWrong,
             note: String::new(),
             by: "reviewer".into(),
         })
@@ -238,7 +269,7 @@ async fn the_queue_is_blind_labels_are_audited_and_outside_edits_are_named() {
     let err = app
         .label_pair(LabelInput {
             pair_id: "Q8/x".into(),
-            label: AdjudicationLabel::BothWrong,
+            label: ReviewLabel::BothWrong,
             note: String::new(),
             by: "reviewer".into(),
         })
@@ -262,6 +293,22 @@ async fn the_queue_is_blind_labels_are_audited_and_outside_edits_are_named() {
     assert!(
         report.tampered[0].contains(edited.as_str())
             && report.tampered[0].contains("edited outside")
+    );
+    // So is a relabel made after the reveal passed off as blind.
+    sqlx::query("UPDATE adjudications SET unblinded = 0 WHERE pair_id = ?")
+        .bind(&queue.pairs[0].pair_id)
+        .execute(pool)
+        .await
+        .unwrap();
+    let report = app.verify_audit(sid).await.unwrap();
+    assert_eq!(report.tampered.len(), 2, "{report:?}");
+    assert!(
+        report
+            .tampered
+            .iter()
+            .any(|t| t.contains(&queue.pairs[0].pair_id)
+                && t.contains("the audit chain says after the reveal")),
+        "{report:?}"
     );
 
     // The chain refuses edits; one forced past the trigger breaks the chain at that event.

@@ -13,7 +13,7 @@ use kvgate_core::recovery::{RecoveryFinding, RecoveryFindingKind};
 use serde_json::{json, Value};
 
 use crate::{locked_demo_study, ROOT};
-use kvgate_core::review::AdjudicationLabel;
+use kvgate_core::review::ReviewLabel;
 
 /// The recovery check's evidence and its findings.
 fn recovery(list: &Checklist) -> (&CheckStatus, &RecoveryEvidence, &[RecoveryFinding]) {
@@ -51,6 +51,7 @@ async fn signatures_hold_until_their_evidence_changes_and_decisions_are_chained(
             check: Check::Recovery,
             by: "architect".into(),
             expected_sha256: None,
+            reason: String::new(),
         })
         .await
         .unwrap_err();
@@ -81,22 +82,66 @@ async fn signatures_hold_until_their_evidence_changes_and_decisions_are_chained(
     // rollback fit is unknown, and said so.
     assert_eq!(evidence.findings, vec!["rollback fit of Q8 unknown"]);
     assert_eq!(findings[0].kind, RecoveryFindingKind::RollbackFitUnknown);
+    // The recorded demo's answers are rejected on both sides: its quality evidence shows failed
+    // protected floors, so signing it takes a stated reason, recorded with the signature.
+    let quality = list
+        .checks
+        .iter()
+        .find(|c| c.check() == Check::Quality)
+        .unwrap();
+    assert!(
+        quality
+            .failures
+            .iter()
+            .any(|f| f.contains("protected floor") && f.contains("failed")),
+        "{:?}",
+        quality.failures
+    );
+    let refused = app
+        .sign_check(SignInput {
+            study_id: sid,
+            check: Check::Quality,
+            by: "architect".into(),
+            expected_sha256: Some(quality.evidence_sha256.clone()),
+            reason: "  ".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code, ErrorCode::Conflict);
+    assert!(
+        refused.message.contains("needs a stated reason"),
+        "{}",
+        refused.message
+    );
     for c in &list.checks {
+        let reason = if c.failures.is_empty() {
+            String::new()
+        } else {
+            "the demo answers no item: signed to record the rollback".to_owned()
+        };
         let e = app
             .sign_check(SignInput {
                 study_id: sid,
                 check: c.check(),
                 by: "architect".into(),
                 expected_sha256: Some(c.evidence_sha256.clone()),
+                reason: reason.clone(),
             })
             .await
             .unwrap();
         assert_eq!(e.payload["evidence_sha256"], c.evidence_sha256.as_str());
+        if reason.is_empty() {
+            assert!(e.payload.get("reason").is_none(), "{}", e.payload);
+        } else {
+            assert_eq!(e.payload["reason"], reason.as_str());
+            assert_eq!(e.payload["failures"], json!(c.failures));
+        }
     }
     let list = app.checklist(sid).await.unwrap();
     for c in &list.checks {
         assert_eq!(c.state, SignatureState::Signed);
         assert_eq!(c.signed_sha256.as_ref(), Some(&c.evidence_sha256));
+        assert_eq!(c.signed_reason.is_some(), !c.failures.is_empty());
     }
     assert!(
         list.checks.iter().all(|c| c.valid),
@@ -120,7 +165,7 @@ async fn signatures_hold_until_their_evidence_changes_and_decisions_are_chained(
         .unwrap();
     app.label_pair(LabelInput {
         pair_id: queue.pairs[0].pair_id.clone(),
-        label: AdjudicationLabel::BothWrong,
+        label: ReviewLabel::BothWrong,
         note: String::new(),
         by: "reviewer".into(),
     })
@@ -186,6 +231,46 @@ async fn signatures_hold_until_their_evidence_changes_and_decisions_are_chained(
         .unwrap()
         .paired;
     assert_eq!(&analysis.adjudicated["Q8"], automatic);
+    assert_eq!(analysis.adjudicated_unblinded_labels, 0);
+    assert!(analysis.adjudicated_unblinded.is_empty());
+    // A relabel after the reveal, naming the roles, is unblinded: counted apart, never in the
+    // blind statistics (which now leave that pair as the validator judged it).
+    let relabelled = app
+        .label_pair(LabelInput {
+            pair_id: queue.pairs[0].pair_id.clone(),
+            label: ReviewLabel::CandidateRegression,
+            note: "seen after the reveal".into(),
+            by: "reviewer".into(),
+        })
+        .await
+        .unwrap();
+    assert!(relabelled.unblinded);
+    let analysis = app.analyze(sid).await.unwrap();
+    assert_eq!(analysis.adjudicated_labels, 1);
+    assert_eq!(analysis.adjudicated_unblinded_labels, 1);
+    assert!(
+        !analysis.adjudicated.contains_key("Q8"),
+        "{:?}",
+        analysis.adjudicated
+    );
+    let automatic = &analysis
+        .body
+        .cells
+        .iter()
+        .find(|c| c.cell == "Q8")
+        .unwrap()
+        .paired;
+    assert_ne!(&analysis.adjudicated_unblinded["Q8"], automatic);
+    let list = app.checklist(sid).await.unwrap();
+    let quality = list
+        .checks
+        .iter()
+        .find(|c| c.check() == Check::Quality)
+        .unwrap();
+    let CheckEvidence::Quality { evidence } = &quality.evidence else {
+        panic!("quality evidence");
+    };
+    assert!(evidence.adjudications[0].unblinded);
     let quality = list
         .checks
         .iter()
@@ -199,12 +284,53 @@ async fn signatures_hold_until_their_evidence_changes_and_decisions_are_chained(
             check: Check::Quality,
             by: "architect".into(),
             expected_sha256: Some("0".repeat(64)),
+            reason: String::new(),
         })
         .await
         .unwrap_err();
     assert_eq!(stale.code, ErrorCode::Conflict);
 
-    // The decision records the suggestion and the state of every check.
+    // A decision over void signatures is refused, naming them, and records nothing.
+    let refused = app
+        .decide(DecideInput {
+            study_id: sid,
+            candidate: "Q8".into(),
+            outcome: DecisionOutcome::Promote,
+            by: "architect".into(),
+            rationale: "no answer accepted on either side".into(),
+            override_gate: false,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code, ErrorCode::Conflict);
+    assert!(
+        refused.message.contains("quality (void")
+            && refused.message.contains("recovery (void")
+            && !refused.message.contains("compatibility")
+            && refused.message.contains("--override"),
+        "{}",
+        refused.message
+    );
+    // An override needs a rationale.
+    let refused = app
+        .decide(DecideInput {
+            study_id: sid,
+            candidate: "Q8".into(),
+            outcome: DecisionOutcome::Retain,
+            by: "architect".into(),
+            rationale: " ".into(),
+            override_gate: true,
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        refused.message.contains("needs a rationale"),
+        "{}",
+        refused.message
+    );
+
+    // The decision, as an override, records the suggestion, the state of every check and
+    // what it overrode.
     let e = app
         .decide(DecideInput {
             study_id: sid,
@@ -212,12 +338,18 @@ async fn signatures_hold_until_their_evidence_changes_and_decisions_are_chained(
             outcome: DecisionOutcome::Retain,
             by: "architect".into(),
             rationale: "no answer accepted on either side".into(),
+            override_gate: true,
         })
         .await
         .unwrap();
     assert_eq!(e.payload["outcome"], "retain");
     assert!(e.payload["suggested"].is_string());
     assert_eq!(e.payload["checks"].as_array().unwrap().len(), 4);
+    assert_eq!(e.payload["overridden"], true);
+    assert_eq!(
+        e.payload["overridden_checks"],
+        json!([{"check": "quality", "state": "void"}, {"check": "recovery", "state": "void"}])
+    );
     let err = app
         .decide(DecideInput {
             study_id: sid,
@@ -225,6 +357,7 @@ async fn signatures_hold_until_their_evidence_changes_and_decisions_are_chained(
             outcome: DecisionOutcome::Retain,
             by: "architect".into(),
             rationale: String::new(),
+            override_gate: false,
         })
         .await
         .unwrap_err();
@@ -234,10 +367,11 @@ async fn signatures_hold_until_their_evidence_changes_and_decisions_are_chained(
     let record = decisions[0].record.as_ref().unwrap();
     assert_eq!(record.outcome, DecisionOutcome::Retain);
     assert_eq!(record.rationale, "no answer accepted on either side");
+    assert!(record.overridden);
     assert_eq!(decisions[0].event.subject, "Q8");
     let report = app.verify_audit(sid).await.unwrap();
     assert!(report.intact, "{report:?}");
-    assert_eq!(report.events, 6);
+    assert_eq!(report.events, 7);
 }
 
 /// The checks of the fixture, by name, with `recorded_at` of a recovery plan set as it was now.
@@ -297,7 +431,7 @@ async fn the_demo_study_signs_the_evidence_it_signed_before_the_evidence_was_typ
             .as_str()
             .unwrap()
             .to_owned(),
-        label: AdjudicationLabel::BothWrong,
+        label: ReviewLabel::BothWrong,
         note: String::new(),
         by: "reviewer".into(),
     })
@@ -352,11 +486,17 @@ async fn the_demo_study_signs_the_evidence_it_signed_before_the_evidence_was_typ
             outcome: DecisionOutcome::Calibrate,
             by: "architect".into(),
             rationale: "golden".into(),
+            // Not every check is signed here: the override is what lets it through.
+            override_gate: true,
         })
         .await
         .unwrap();
     payload["checks"][3]["evidence_sha256"] = json!(sha);
-    assert_eq!(e.payload, payload);
+    let mut recorded = e.payload.clone();
+    let fields = recorded.as_object_mut().unwrap();
+    assert_eq!(fields.remove("overridden"), Some(json!(true)));
+    assert!(fields.remove("overridden_checks").is_some());
+    assert_eq!(recorded, payload);
     let typed: DecisionRecord = serde_json::from_value(payload.clone()).unwrap();
     assert_eq!(serde_json::to_value(typed).unwrap(), payload);
 }

@@ -17,7 +17,7 @@ const SERVICE: &str = "dev.kvgate.workbench endpoint API key";
 
 /// A private session bus with an unlocked gnome-keyring on it, in a temporary home. Both
 /// processes end, by PID, when it drops.
-struct SecretService {
+pub(crate) struct SecretService {
     home: tempfile::TempDir,
     bus: String,
     dbus: Child,
@@ -25,7 +25,7 @@ struct SecretService {
 }
 
 impl SecretService {
-    fn start() -> SecretService {
+    pub(crate) fn start() -> SecretService {
         let home = tempfile::tempdir().unwrap();
         for d in ["data", "run", "config"] {
             std::fs::create_dir(home.path().join(d)).unwrap();
@@ -82,7 +82,7 @@ impl SecretService {
         service
     }
 
-    fn env(&self) -> Vec<(String, String)> {
+    pub(crate) fn env(&self) -> Vec<(String, String)> {
         env_for(self.home.path(), Some(&self.bus))
     }
 
@@ -111,7 +111,7 @@ impl Drop for SecretService {
 
 /// A process environment with its own home and runtime folder: with `bus`, that session bus;
 /// without, no bus at all (nothing to autolaunch, no display).
-fn env_for(home: &Path, bus: Option<&str>) -> Vec<(String, String)> {
+pub(crate) fn env_for(home: &Path, bus: Option<&str>) -> Vec<(String, String)> {
     let p = |rel: &str| home.join(rel).display().to_string();
     let mut env = vec![
         ("HOME".into(), p("")),

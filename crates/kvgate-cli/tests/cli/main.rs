@@ -11,6 +11,7 @@ mod manifests;
 mod packet;
 mod review;
 mod runs;
+mod signing;
 mod stats;
 mod weights;
 

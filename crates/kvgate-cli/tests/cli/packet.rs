@@ -62,7 +62,10 @@ fn export_then_verify_and_a_changed_byte_is_named() {
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     assert_eq!(
         stdout(&out).trim_end(),
-        format!("verified: {listed} match their sha256 and size")
+        format!(
+            "verified: {listed} match their sha256 and size\n\
+             unsigned: the packet carries no index.json.minisig"
+        )
     );
 
     let zip = dir.path().join("packet.zip");

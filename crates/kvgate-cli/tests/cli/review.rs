@@ -201,11 +201,89 @@ fn signoff_and_decide_need_a_locked_policy_and_land_in_the_chain() {
         "{}",
         stdout(&out)
     );
+    // A decision over unsigned checks is refused, naming them; an override needs a rationale,
+    // and with one it is recorded, flagged.
+    let decide = |extra: &[&str]| {
+        let mut args = vec![
+            "decide",
+            "--study",
+            "cpu",
+            "--candidate",
+            "Q8",
+            "--by",
+            "arch",
+        ];
+        args.extend_from_slice(extra);
+        kvgate(&db, &args)
+    };
+    let out = decide(&["--outcome", "promote"]);
+    assert_eq!(out.status.code(), Some(1));
+    for check in ["compatibility", "quality", "operations", "recovery"] {
+        assert!(
+            stderr(&out).contains(&format!("{check} (unsigned)")),
+            "{}",
+            stderr(&out)
+        );
+    }
+    let out = decide(&["--outcome", "promote", "--override"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("needs a rationale"),
+        "{}",
+        stderr(&out)
+    );
+    let out = decide(&[
+        "--outcome",
+        "rollback",
+        "--override",
+        "--rationale",
+        "incident: back to B0 before review",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let event: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(event["payload"]["overridden"], true);
+    assert_eq!(
+        event["payload"]["overridden_checks"]
+            .as_array()
+            .unwrap()
+            .len(),
+        4
+    );
+
+    // No run carries startup evidence: both cells are invalid, so signing compatibility takes
+    // a stated reason.
+    let out = kvgate(
+        &db,
+        &[
+            "signoff",
+            "--study",
+            "cpu",
+            "--check",
+            "compatibility",
+            "--by",
+            "arch",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("cell B0 is invalid") && stderr(&out).contains("--reason"),
+        "{}",
+        stderr(&out)
+    );
     for check in ["compatibility", "quality", "operations", "recovery"] {
         let out = kvgate(
             &db,
             &[
-                "signoff", "--study", "cpu", "--check", check, "--by", "arch",
+                "signoff",
+                "--study",
+                "cpu",
+                "--check",
+                check,
+                "--by",
+                "arch",
+                "--reason",
+                "no run yet: signed to exercise the gate",
             ],
         );
         assert!(out.status.success(), "{check}: {}", stderr(&out));
@@ -240,7 +318,9 @@ fn signoff_and_decide_need_a_locked_policy_and_land_in_the_chain() {
             "arch",
         ],
     );
+    // All four signed and current: no override needed, none recorded.
     assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stdout(&out).contains("OVERRIDE"), "{}", stdout(&out));
     assert!(
         stdout(&out).contains("decided calibrate for Q8"),
         "{}",
@@ -264,8 +344,31 @@ fn signoff_and_decide_need_a_locked_policy_and_land_in_the_chain() {
     let out = kvgate(&db, &["audit", "verify", "--study", "cpu"]);
     assert!(out.status.success());
     assert!(
-        stdout(&out).contains("intact: 5 audit events"),
+        stdout(&out).contains("intact: 6 audit events"),
         "{}",
         stdout(&out)
+    );
+    // The packet's report shows the override in red, and the reasons stated.
+    let packet = dir.path().join("packet");
+    let out = kvgate(
+        &db,
+        &[
+            "packet",
+            "export",
+            "--study",
+            "cpu",
+            "--out",
+            packet.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report = std::fs::read_to_string(packet.join("report.html")).unwrap();
+    assert!(
+        report.contains("<span class=\"void\">OVERRIDE: recorded although checks were not signed"),
+        "{report}"
+    );
+    assert!(
+        report.contains("signed over failures the evidence shows (cell B0 is invalid"),
+        "{report}"
     );
 }

@@ -4,4 +4,9 @@ import type { AdjudicationLabel } from "./AdjudicationLabel";
 /**
  * One reviewer's label on a pair, with the audit event that recorded it.
  */
-export type AdjudicationEvidence = { pair: string, label: AdjudicationLabel, event: number, };
+export type AdjudicationEvidence = { pair: string, label: AdjudicationLabel, event: number, 
+/**
+ * Given after the reveal (a relabel), counted apart; omitted for a blind label, so
+ * signatures made over blind labels hold.
+ */
+unblinded?: boolean, };

@@ -35,7 +35,16 @@ void_reason: string | null,
 /**
  * Why signing would be refused as the evidence stands; None when it may be signed.
  */
-blocker: SignBlocker | null, } & ({ "check": "compatibility", evidence: CompatibilityEvidence, } | { "check": "quality", evidence: QualityEvidence, } | { "check": "operations", evidence: OperationsEvidence, } | { "check": "recovery", evidence: RecoveryEvidence, 
+blocker: SignBlocker | null, 
+/**
+ * Failures the evidence shows (an invalid cell, a failed protected floor): signing takes
+ * a stated reason while there are any.
+ */
+failures: Array<string>, 
+/**
+ * The reason the latest signature states, when it states one.
+ */
+signed_reason: string | null, } & ({ "check": "compatibility", evidence: CompatibilityEvidence, } | { "check": "quality", evidence: QualityEvidence, } | { "check": "operations", evidence: OperationsEvidence, } | { "check": "recovery", evidence: RecoveryEvidence, 
 /**
  * The evidence's findings with their kinds, in the same order.
  */

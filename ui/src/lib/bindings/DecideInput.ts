@@ -4,4 +4,9 @@ import type { DecisionOutcome } from "./DecisionOutcome";
 /**
  * What recording a decision takes.
  */
-export type DecideInput = { study_id: number, candidate: string, outcome: DecisionOutcome, by: string, rationale: string, };
+export type DecideInput = { study_id: number, candidate: string, outcome: DecisionOutcome, by: string, rationale: string, 
+/**
+ * Record the decision although checks are unsigned or void: needs a rationale; an audit
+ * event shown in red.
+ */
+override_gate?: boolean, };

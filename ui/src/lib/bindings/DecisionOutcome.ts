@@ -3,4 +3,4 @@
 /**
  * The decision recorded for a candidate.
  */
-export type DecisionOutcome = "retain" | "calibrate" | "rollback";
+export type DecisionOutcome = "retain" | "calibrate" | "rollback" | "promote";

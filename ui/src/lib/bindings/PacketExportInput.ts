@@ -12,4 +12,9 @@ out: string, zip: boolean,
  * Item ids of the representative held-out requests, as the reviewer chose them; default a
  * balanced sample across the strata.
  */
-representative?: Array<string>, };
+representative?: Array<string>, 
+/**
+ * Sign `index.json` with the packet signing key kept in the OS keyring (minisign format,
+ * written as `index.json.minisig` beside it); refused, writing nothing, without a keyring.
+ */
+sign?: boolean, };

@@ -28,4 +28,8 @@ label: AdjudicationLabel | null, note: string | null,
 /**
  * Only once labelled: which side is the candidate.
  */
-candidate_is_a: boolean | null, };
+candidate_is_a: boolean | null, 
+/**
+ * The current label was given after the reveal (a relabel): counted apart.
+ */
+unblinded: boolean, };

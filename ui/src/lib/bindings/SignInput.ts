@@ -8,4 +8,9 @@ export type SignInput = { study_id: number, check: Check, by: string,
 /**
  * The evidence digest the signer saw; refused when the evidence has changed since.
  */
-expected_sha256: string | null, };
+expected_sha256: string | null, 
+/**
+ * Why the check is signed although its evidence shows a failure; required then, recorded
+ * with the signature.
+ */
+reason?: string, };

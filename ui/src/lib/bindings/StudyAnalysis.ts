@@ -21,10 +21,20 @@ measured_requests: number,
  */
 adjudicated_labels: number, 
 /**
- * Per candidate, the paired rows recomputed on the labels (labelled pairs count as
- * labelled, ambiguous ones are left out), beside the automatic rows; empty without labels.
+ * Per candidate, the paired rows recomputed on the blind labels (labelled pairs count as
+ * labelled, ambiguous ones are left out; a pair relabelled after the reveal counts as the
+ * validator judged it), beside the automatic rows; empty without labels.
  */
 adjudicated: { [key in string]: Array<PairedRow> }, 
+/**
+ * Labels given after the reveal (relabels): counted apart, never in `adjudicated`.
+ */
+adjudicated_unblinded_labels: number, 
+/**
+ * Per candidate with such labels, the paired rows recomputed on every label, the unblinded
+ * ones included: read beside `adjudicated`, never instead of it.
+ */
+adjudicated_unblinded: { [key in string]: Array<PairedRow> }, 
 /**
  * Class names in policy order.
  */

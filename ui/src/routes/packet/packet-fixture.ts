@@ -16,6 +16,7 @@ export function exported(patch: Partial<PacketExport> = {}): PacketExport {
     ],
     representative: ['en-short-001', 'de-long-004'],
     warnings: ['run 12 trace absent: its items are not among the representative requests'],
+    signed_by: null,
     ...patch,
   };
 }
@@ -29,6 +30,7 @@ export function verification(patch: Partial<PacketVerification> = {}): PacketVer
     missing: [],
     unexpected: [],
     problem: null,
+    signature: { state: 'unsigned', key_id: null, trusted_comment: null, problem: null },
     ...patch,
   };
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { exported, verification } from './packet-fixture';
 import { formatBytes, formatExactBytes } from '$lib/format';
-import { itemsHint, listedFiles, packetTotals, parseItemIds, totalsText, verificationSummary } from './packet-view';
+import { itemsHint, listedFiles, packetTotals, parseItemIds, totalsText, signatureSummary, verificationSummary } from './packet-view';
 
 describe('parseItemIds', () => {
   it('splits on commas and line breaks, trims and drops empties', () => {
@@ -73,5 +73,18 @@ describe('verificationSummary', () => {
 
   it('never calls an unverified packet verified, even with no difference listed', () => {
     expect(verificationSummary(verification({ verified: false }))).toMatch(/^not verified: /);
+  });
+});
+
+describe('signatureSummary', () => {
+  it('says unsigned, names an untrusted key id, and names what is wrong', () => {
+    expect(signatureSummary(verification())).toBe('unsigned: the packet carries no index.json.minisig');
+    const untrusted = verification({ signature: { state: 'untrusted_key', key_id: 'ABCDEF0123456789', trusted_comment: null, problem: null } });
+    expect(signatureSummary(untrusted)).toContain('untrusted key id ABCDEF0123456789');
+    const bad = verification({
+      verified: false,
+      signature: { state: 'bad', key_id: 'ABCDEF0123456789', trusted_comment: null, problem: 'index.json.minisig does not hold over index.json' },
+    });
+    expect(signatureSummary(bad)).toBe('signature not verified: index.json.minisig does not hold over index.json');
   });
 });

@@ -68,3 +68,20 @@ export function verificationSummary(v: PacketVerification): string {
   const found = parts.length > 0 ? parts.join(', ') : 'the backend reported no file difference';
   return `not verified: ${found} (${v.files_checked} ${v.files_checked === 1 ? 'file' : 'files'} checked)`;
 }
+
+/** The signature line of a verification, in the CLI's words: unsigned, an untrusted key id (the
+ * window gives no public key, so the signature is not checked), verified, or what is wrong. */
+export function signatureSummary(v: PacketVerification): string {
+  const s = v.signature;
+  const id = s.key_id ?? '?';
+  switch (s.state) {
+    case 'unsigned':
+      return 'unsigned: the packet carries no index.json.minisig';
+    case 'untrusted_key':
+      return `signed by untrusted key id ${id}: the signature is checked with kvgate packet verify --pubkey KEY`;
+    case 'verified':
+      return `signature verified: index.json is signed by key id ${id}`;
+    default:
+      return `signature not verified: ${s.problem ?? s.state}`;
+  }
+}

@@ -200,6 +200,8 @@ export function analysis(patch: Partial<StudyAnalysis> = {}): StudyAnalysis {
     measured_requests: 120,
     adjudicated_labels: 0,
     adjudicated: {},
+    adjudicated_unblinded_labels: 0,
+    adjudicated_unblinded: {},
     classes: ['short', 'long'],
     cells: [cell('B0'), cell('C1'), invalidCell('C9')],
     noise_floor: { n: 40, b: 1, c: 1, flip_rate: 0.05 },

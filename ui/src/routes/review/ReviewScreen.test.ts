@@ -81,6 +81,7 @@ function pair(n: number, over: Partial<Pair> = {}): Pair {
     label: null,
     note: null,
     candidate_is_a: null,
+    unblinded: false,
     ...over,
   };
 }
@@ -153,6 +154,9 @@ describe('Review screen', () => {
       event: { seq: 1, at: '2026-03-03T09:00:00Z', actor: 'Ana', kind: 'label', subject: p.pair_id, payload: {}, previous: null, prev_hash: '0', hash: '1' },
       candidate_is_a: false,
       candidate: 'Q8',
+      given: 'a_correct_b_wrong',
+      label: 'candidate_regression',
+      unblinded: false,
     });
     setup();
     await screen.findByTestId('review-side-a');
@@ -165,17 +169,22 @@ describe('Review screen', () => {
     expect(localStorage.getItem('kvgate.reviewer')).toBe('Ana');
     const note = screen.getByTestId('review-note') as HTMLTextAreaElement;
     await fireEvent.input(note, { target: { value: 'B wrote 125' } });
+    // Before a label only the five side labels are offered: none names a role.
+    expect(screen.queryByTestId('review-label-candidate_regression')).toBeNull();
     // Typing a digit in the note does not label.
     await fireEvent.keyDown(note, { key: '1' });
     expect(ipcMock.labelPair).not.toHaveBeenCalled();
 
     await fireEvent.keyDown(window, { key: '1' });
     await waitFor(() => expect(screen.getByTestId('review-reveal').textContent).toBe('A = B0, B = Q8'));
-    expect(ipcMock.labelPair).toHaveBeenCalledWith({ pair_id: p.pair_id, label: 'candidate_regression', note: 'B wrote 125', by: 'Ana' });
+    // Key 1 labels the sides blind; the row shows the label the backend mapped it to.
+    expect(ipcMock.labelPair).toHaveBeenCalledWith({ pair_id: p.pair_id, label: 'a_correct_b_wrong', note: 'B wrote 125', by: 'Ana' });
     const row = screen.getAllByTestId('review-pair-row').find((r) => r.dataset['pairId'] === p.pair_id)!;
     expect(row.dataset['label']).toBe('candidate_regression');
     expect(screen.getByTestId('review-count-labelled').textContent).toBe('labelled: 1');
+    // Revealed: the role labels are offered for a relabel, the mapped one pressed.
     expect(screen.getByTestId('review-label-candidate_regression').getAttribute('aria-pressed')).toBe('true');
+    expect(screen.getByTestId('review-current-label').dataset['unblinded']).toBe('false');
     await waitFor(() => expect(ipcMock.verifyAudit).toHaveBeenCalledTimes(2));
 
     // j moves to the next pair, which is blind again.
@@ -270,6 +279,9 @@ describe('Review screen', () => {
       event: { seq: 4, at: '2026-03-03T09:00:00Z', actor: 'Ada', kind: 'label', subject: pair(3).pair_id, payload: {}, previous: null, prev_hash: '0', hash: '1' },
       candidate_is_a: false,
       candidate: 'Q8',
+      given: 'b_correct_a_wrong',
+      label: 'candidate_regression',
+      unblinded: false,
     });
     const { review } = setup();
     await screen.findAllByTestId('review-pair-row');
@@ -309,7 +321,7 @@ describe('Review screen', () => {
     await fireEvent.change(screen.getByTestId('review-order'), { target: { value: 'unlabelled' } });
     review.select(review.pairs.findIndex((p) => p.pair_id.endsWith('003')));
     review.setReviewer('Ada');
-    await review.label('candidate_regression');
+    await review.label('b_correct_a_wrong');
     expect(listed()).toEqual(['002', '001', '003']);
     expect(review.current?.pair_id.slice(-3)).toBe('003');
     expect(review.current?.label).toBe('candidate_regression');

@@ -16,6 +16,7 @@ function p(id: string, over: Partial<Pair>): Pair {
     label: null,
     note: null,
     candidate_is_a: null,
+    unblinded: false,
     ...over,
   };
 }

@@ -3,6 +3,8 @@ import { formatCount, formatDuration } from '$lib/format';
 import {
   LABELS,
   LABEL_NAME,
+  ROLE_LABELS,
+  SIDE_LABEL_NAME,
   agreeingSample,
   diffFields,
   isTypingTarget,
@@ -87,7 +89,7 @@ describe('keyAction', () => {
       expect(keyAction({ key: '1', target })).toBeNull();
       expect(keyAction({ key: 'j', target })).toBeNull();
     }
-    expect(keyAction({ key: '2', target: button })).toEqual({ kind: 'label', label: 'baseline_error' });
+    expect(keyAction({ key: '2', target: button })).toEqual({ kind: 'label', label: 'b_correct_a_wrong' });
     expect(keyAction({ key: 'j', target: checkbox })).toEqual({ kind: 'next' });
     expect(isTypingTarget(document.body)).toBe(false);
     expect(isTypingTarget(null)).toBe(false);
@@ -166,16 +168,22 @@ describe('markPrompt', () => {
 });
 
 describe('labels and text', () => {
-  it('names the five labels in key order', () => {
-    expect(LABELS.map((l) => LABEL_NAME[l])).toEqual([
-      'Candidate regression',
-      'Baseline error',
+  it('names the five blind side labels in key order, and the role labels apart', () => {
+    expect(LABELS.map((l) => SIDE_LABEL_NAME[l])).toEqual([
+      'A correct, B wrong',
+      'B correct, A wrong',
       'Both acceptable',
       'Both wrong',
       'Ambiguous item',
     ]);
+    // No key names a role: a reviewer who has not seen the reveal cannot say which side is the candidate.
+    expect(LABELS).not.toContain('candidate_regression');
+    expect(LABELS).not.toContain('baseline_error');
+    expect(ROLE_LABELS.map((l) => SIDE_LABEL_NAME[l])).toEqual(['Candidate regression', 'Baseline error']);
     expect(labelText(null)).toBe('unlabelled');
     expect(labelText('both_wrong')).toBe('Both wrong');
+    expect(LABEL_NAME.candidate_regression).toBe('Candidate regression');
+    expect(labelText('candidate_regression', true)).toBe('Candidate regression (unblinded)');
   });
 
   it('says which side is which', () => {

@@ -9,6 +9,7 @@ import type { ExpectedAnswer } from '$lib/bindings/ExpectedAnswer';
 import type { ExtractedField } from '$lib/bindings/ExtractedField';
 import type { ItemStrata } from '$lib/bindings/ItemStrata';
 import type { ReasonCode } from '$lib/bindings/ReasonCode';
+import type { ReviewLabel } from '$lib/bindings/ReviewLabel';
 import type { ReviewPair } from '$lib/bindings/ReviewPair';
 
 export type Pair = ReviewPair;
@@ -16,14 +17,29 @@ export type Pair = ReviewPair;
 // ---------------------------------------------------------------------------------------------
 // Labels
 
-/** The five labels in the order of their keys 1–5. */
-export const LABELS: readonly AdjudicationLabel[] = [
-  'candidate_regression',
-  'baseline_error',
+/** The five blind labels, on sides A and B, in the order of their keys 1–5: none needs to know
+ * which side is the candidate. The backend maps them after the reveal. */
+export const LABELS: readonly ReviewLabel[] = [
+  'a_correct_b_wrong',
+  'b_correct_a_wrong',
   'both_acceptable',
   'both_wrong',
   'ambiguous_item',
 ];
+
+/** The labels that name the roles: offered only for a pair already revealed, where the backend
+ * records them as unblinded. */
+export const ROLE_LABELS: readonly ReviewLabel[] = ['candidate_regression', 'baseline_error'];
+
+export const SIDE_LABEL_NAME: Record<ReviewLabel, string> = {
+  a_correct_b_wrong: 'A correct, B wrong',
+  b_correct_a_wrong: 'B correct, A wrong',
+  both_acceptable: 'Both acceptable',
+  both_wrong: 'Both wrong',
+  ambiguous_item: 'Ambiguous item',
+  candidate_regression: 'Candidate regression',
+  baseline_error: 'Baseline error',
+};
 
 export const LABEL_NAME: Record<AdjudicationLabel, string> = {
   candidate_regression: 'Candidate regression',
@@ -33,9 +49,10 @@ export const LABEL_NAME: Record<AdjudicationLabel, string> = {
   ambiguous_item: 'Ambiguous item',
 };
 
-/** A row's label as read in the list: its name, or "unlabelled". */
-export function labelText(label: AdjudicationLabel | null | undefined): string {
-  return label ? LABEL_NAME[label] : 'unlabelled';
+/** A row's label as read in the list: its name (marked when given after the reveal), or "unlabelled". */
+export function labelText(label: AdjudicationLabel | null | undefined, unblinded = false): string {
+  if (!label) return 'unlabelled';
+  return unblinded ? `${LABEL_NAME[label]} (unblinded)` : LABEL_NAME[label];
 }
 
 /** Which side is which, once labelled: "A = Q8, B = B0". */
@@ -118,7 +135,7 @@ export function scrollToRow(index: number, scrollTop: number, viewport: number, 
 export type KeyAction =
   | { kind: 'next' }
   | { kind: 'previous' }
-  | { kind: 'label'; label: AdjudicationLabel }
+  | { kind: 'label'; label: ReviewLabel }
   | { kind: 'reveal' }
   | { kind: 'note' };
 

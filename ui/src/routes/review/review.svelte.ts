@@ -1,5 +1,5 @@
 import { labelPair, reviewQueue, toAppError, verifyAudit } from '$lib/ipc';
-import type { AdjudicationLabel } from '$lib/bindings/AdjudicationLabel';
+import type { ReviewLabel } from '$lib/bindings/ReviewLabel';
 import type { AppError } from '$lib/bindings/AppError';
 import type { AuditReport } from '$lib/bindings/AuditReport';
 import type { ReviewFilter } from '$lib/bindings/ReviewFilter';
@@ -178,8 +178,9 @@ export class ReviewModel {
     this.revealed = new Set([...this.revealed, pair.pair_id]);
   }
 
-  /** Records a label for the current pair with the note and the reviewer's name; reveals it. */
-  async label(label: AdjudicationLabel): Promise<boolean> {
+  /** Records a label for the current pair with the note and the reviewer's name; reveals it.
+   * The backend maps a side label to its adjudication, and marks a relabel as unblinded. */
+  async label(label: ReviewLabel): Promise<boolean> {
     const pair = this.current;
     if (!pair || this.labelling) return false;
     const by = this.reviewer.trim();
@@ -197,7 +198,13 @@ export class ReviewModel {
         const at = queue.pairs.findIndex((p) => p.pair_id === pair.pair_id);
         if (at >= 0) {
           const before = queue.pairs[at]!;
-          const updated: Pair = { ...before, label, note, candidate_is_a: outcome.candidate_is_a };
+          const updated: Pair = {
+            ...before,
+            label: outcome.label,
+            note,
+            candidate_is_a: outcome.candidate_is_a,
+            unblinded: outcome.unblinded,
+          };
           const pairs = queue.pairs.slice();
           pairs[at] = updated;
           this.queue = {

@@ -158,6 +158,27 @@ describe('Sign-off screen', () => {
     expect(ipcMock.checklist).toHaveBeenCalledTimes(2);
   });
 
+  it('asks for a reason when the evidence shows a failure, and sends it with the signature', async () => {
+    localStorage.setItem('kvgate.signer', 'Ada');
+    const failing = status('quality', { failures: ['cell C1: protected floor de-long failed (30 of 40 accepted, floor 0.95)'] });
+    ipcMock.checklist.mockResolvedValue(checklist({ checks: [status('compatibility'), failing, status('operations'), status('recovery')] }));
+    ipcMock.signCheck.mockResolvedValue(event(9, { subject: 'quality' }));
+    setup();
+    const quality = await check('quality');
+    expect(within(quality).getByTestId('signoff-failures').textContent).toContain('protected floor de-long failed');
+    await fireEvent.input(within(quality).getByTestId('signoff-reason'), { target: { value: 'de-long is out of scope for this route' } });
+    await fireEvent.click(within(quality).getByTestId('signoff-sign'));
+    expect(ipcMock.signCheck).toHaveBeenCalledWith({
+      study_id: 7,
+      check: 'quality',
+      by: 'Ada',
+      expected_sha256: failing.evidence_sha256,
+      reason: 'de-long is out of scope for this route',
+    });
+    // A check without failures asks for none.
+    expect(within(await check('operations')).queryByTestId('signoff-reason')).toBeNull();
+  });
+
   it('asks for a signer name before signing and remembers it', async () => {
     setup();
     const recovery = await check('recovery');
@@ -195,14 +216,15 @@ describe('Sign-off screen', () => {
     expect(within(c1).getByTestId('decision-rules').textContent).toContain('protected segment `de-long`: inferior');
     expect(within(c1).getByTestId('decision-table').textContent).toBe('Promote only if every protected segment passes');
     expect(within(c1).getByTestId('decision-next').textContent).toContain('calibrated FP8 (C2)');
-    // Not all checks are signed: a warning, not a block.
+    // Not all checks are signed: the backend refuses unless the decision is an override.
     expect(within(c1).getByTestId('decision-warning').textContent).toContain('not signed: compatibility, quality, operations, recovery');
     expect((within(c1).getByTestId('decision-record') as HTMLButtonElement).disabled).toBe(true);
 
     await fireEvent.click(within(c1).getByTestId('decision-outcome-calibrate'));
     await fireEvent.input(within(c1).getByTestId('decision-rationale'), { target: { value: 'de-long regressed; try calibrated scales' } });
+    await fireEvent.click(within(c1).getByTestId('decision-override'));
     ipcMock.checklist.mockResolvedValue(
-      checklist({ decisions: [decision(12, 'C1', 'Ada', 'calibrate', 'de-long regressed; try calibrated scales')] }),
+      checklist({ decisions: [decision(12, 'C1', 'Ada', 'calibrate', 'de-long regressed; try calibrated scales', true)] }),
     );
     const record = within(c1).getByTestId('decision-record') as HTMLButtonElement;
     expect(record.disabled).toBe(false);
@@ -213,9 +235,14 @@ describe('Sign-off screen', () => {
       outcome: 'calibrate',
       by: 'Ada',
       rationale: 'de-long regressed; try calibrated scales',
+      override_gate: true,
     });
     const row = await screen.findByTestId('decision-row');
     expect(row.dataset['candidate']).toBe('C1');
+    // The override is shown in red, naming what it passed.
+    expect(row.dataset['overridden']).toBe('true');
+    expect(within(row).getByTestId('decision-override-mark').textContent).toContain('OVERRIDE');
+    expect(within(row).getByTestId('decision-override-mark').textContent).toContain('quality (not signed)');
     expect(row.textContent).toContain('calibrate');
     expect(row.textContent).toContain('de-long regressed; try calibrated scales');
     expect(row.textContent).toContain('Ada');

@@ -180,6 +180,8 @@ export function status(check: Check, patch: Partial<Common> = {}): CheckStatus {
     valid: false,
     void_reason: null,
     blocker: null,
+    failures: [],
+    signed_reason: null,
     ...patch,
   });
 }
@@ -231,7 +233,14 @@ export function recoveryWithoutPlan(): CheckStatus {
 }
 
 /** A decision as the checklist lists it: its audit event and what it records. */
-export function decision(seq: number, candidate: string, actor: string, outcome: 'retain' | 'calibrate' | 'rollback', rationale: string): RecordedDecision {
+export function decision(
+  seq: number,
+  candidate: string,
+  actor: string,
+  outcome: 'retain' | 'calibrate' | 'rollback' | 'promote',
+  rationale: string,
+  overridden = false,
+): RecordedDecision {
   return {
     event: event(seq, { kind: 'decision', subject: candidate, actor }),
     record: {
@@ -242,6 +251,7 @@ export function decision(seq: number, candidate: string, actor: string, outcome:
       next_experiment: [],
       policy_sha256: SHA('f'),
       checks: [],
+      ...(overridden ? { overridden: true, overridden_checks: [{ check: 'quality', state: 'unsigned' }] } : {}),
     },
   };
 }

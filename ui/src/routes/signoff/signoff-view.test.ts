@@ -44,7 +44,7 @@ describe('decisionWarning', () => {
     const w = decisionWarning(checks)!;
     expect(w).toContain('not signed: quality');
     expect(w).toContain('void (evidence changed after signing): recovery');
-    expect(w).toContain('can still be recorded');
+    expect(w).toContain('refused until they are, unless it is recorded as an override');
   });
 
   it('counts a check the backend did not list as unsigned', () => {

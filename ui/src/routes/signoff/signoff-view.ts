@@ -20,7 +20,8 @@ export const CHECKS: readonly { check: Check; number: number; title: string; mea
     number: 1,
     title: 'Compatibility',
     meaning: [
-      'The pinned image loads the intended model, attention backend, KV dtype, scales and layer exceptions: the effective backend, KV dtype, scales and skipped layers match the manifest.',
+      "Checked against the manifest from the startup evidence: the effective KV dtype, attention backend, scales, skipped layers and, when the log states it, the KV capacity.",
+      'Not checked: the image (its digest is in the manifest, never compared with what ran), the engine version and the model name (read from the startup log and archived with it, not compared with the manifest). The signer confirms those by reading the archived evidence.',
       'The effective configuration and the startup evidence are archived (listed below with their sha256).',
       'No silent fallback and no unknown scale provenance is acceptable: a cell without evidence is invalid.',
     ],
@@ -40,7 +41,7 @@ export const CHECKS: readonly { check: Check; number: number; title: string; mea
     title: 'Operations',
     meaning: [
       'The agreed TTFT, streaming, error and completion contracts hold at the target offered load.',
-      'The cost per accepted, SLO-compliant response is recorded, retries included: useful goodput per class, with rejected, failed and unfinished requests kept in offered demand.',
+      'Useful goodput per class (accepted responses within the SLOs per second), with rejected, failed and unfinished requests kept in offered demand. No cost per accepted response is computed.',
     ],
   },
   {
@@ -179,18 +180,20 @@ export const OUTCOMES: readonly { outcome: DecisionOutcome; label: string; hint:
   { outcome: 'retain', label: 'Retain (keep B0)', hint: 'quality holds but goodput does not improve: keep the simpler baseline' },
   { outcome: 'calibrate', label: 'Calibrate', hint: 'try the next experiment: scales, backend, supported layer exclusion (C2/C3)' },
   { outcome: 'rollback', label: 'Roll back', hint: 'return to B0 and keep it as the serving configuration' },
+  { outcome: 'promote', label: 'Promote', hint: 'the candidate goes to production, through the canary of the recovery plan' },
 ];
 
 export const DECISION_LABEL: Record<DecisionOutcome, string> = {
   retain: 'retain (keep B0)',
   calibrate: 'calibrate',
   rollback: 'roll back',
+  promote: 'promote',
 };
 
 /**
  * The warning shown before a decision is recorded when not all four checks are signed over the
- * evidence as it stands (by the states the backend gives); null when they are. It warns, it does
- * not block.
+ * evidence as it stands (by the states the backend gives); null when they are. The backend then
+ * refuses the decision unless it is recorded as an override with a rationale.
  */
 export function decisionWarning(checks: readonly Pick<CheckStatus, 'check' | 'state'>[]): string | null {
   const unsigned: string[] = [];
@@ -204,5 +207,5 @@ export function decisionWarning(checks: readonly Pick<CheckStatus, 'check' | 'st
   const parts: string[] = [];
   if (unsigned.length > 0) parts.push(`not signed: ${unsigned.join(', ')}`);
   if (voided.length > 0) parts.push(`void (evidence changed after signing): ${voided.join(', ')}`);
-  return `Not all four checks are signed over the current evidence (${parts.join('; ')}). The decision can still be recorded; the state of every check is recorded with it.`;
+  return `Not all four checks are signed over the current evidence (${parts.join('; ')}). A decision is refused until they are, unless it is recorded as an override with a rationale: an audit event shown in red here and in the packet.`;
 }

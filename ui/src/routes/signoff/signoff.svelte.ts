@@ -23,7 +23,7 @@ function readSigner(): string {
 }
 
 /** What is being decided for one candidate, before it is recorded. */
-export type DecisionDraft = { outcome: DecisionOutcome | null; rationale: string };
+export type DecisionDraft = { outcome: DecisionOutcome | null; rationale: string; override: boolean };
 
 /**
  * The Sign-off screen's state: the checklist of the open study (evidence, digests, signatures,
@@ -134,8 +134,12 @@ export class SignoffModel {
     return this.signer.trim() ? null : { code: 'invalid_input', message: 'Enter your name as signer first.' };
   }
 
-  /** Signs `check` over `digest`, the evidence digest shown; the checklist is read again afterwards,
-   * and also when the backend refuses because the evidence changed. */
+  /** The reason typed for signing a check whose evidence shows a failure, by check. */
+  reasons = $state<Partial<Record<Check, string>>>({});
+
+  /** Signs `check` over `digest`, the evidence digest shown, with the reason typed for it (the
+   * backend requires one when the evidence shows a failure); the checklist is read again
+   * afterwards, and also when the backend refuses because the evidence changed. */
   async sign(check: Check, digest: string): Promise<boolean> {
     const studyId = this.studyId;
     if (studyId === null || this.signing) return false;
@@ -147,7 +151,9 @@ export class SignoffModel {
     this.signing = check;
     this.signError = null;
     try {
-      await signCheck({ study_id: studyId, check, by: this.signer.trim(), expected_sha256: digest });
+      const reason = (this.reasons[check] ?? '').trim();
+      await signCheck({ study_id: studyId, check, by: this.signer.trim(), expected_sha256: digest, ...(reason ? { reason } : {}) });
+      this.reasons[check] = '';
       await this.load();
       return true;
     } catch (reason) {
@@ -161,7 +167,7 @@ export class SignoffModel {
   }
 
   draft(candidate: string): DecisionDraft {
-    return this.drafts[candidate] ?? { outcome: null, rationale: '' };
+    return this.drafts[candidate] ?? { outcome: null, rationale: '', override: false };
   }
 
   setDraft(candidate: string, patch: Partial<DecisionDraft>): void {
@@ -172,9 +178,9 @@ export class SignoffModel {
   async decide(candidate: string): Promise<boolean> {
     const studyId = this.studyId;
     if (studyId === null || this.deciding) return false;
-    const { outcome, rationale } = this.draft(candidate);
+    const { outcome, rationale, override } = this.draft(candidate);
     const missing =
-      this.signerMissing() ?? (outcome === null ? { code: 'invalid_input' as const, message: 'Choose retain, calibrate or roll back first.' } : null);
+      this.signerMissing() ?? (outcome === null ? { code: 'invalid_input' as const, message: 'Choose retain, calibrate, roll back or promote first.' } : null);
     if (missing || outcome === null) {
       this.decideError = { candidate, error: missing ?? { code: 'invalid_input', message: 'Choose an outcome first.' } };
       return false;
@@ -183,9 +189,9 @@ export class SignoffModel {
     this.decideError = null;
     this.recorded = null;
     try {
-      const event = await decide({ study_id: studyId, candidate, outcome, by: this.signer.trim(), rationale });
+      const event = await decide({ study_id: studyId, candidate, outcome, by: this.signer.trim(), rationale, override_gate: override });
       this.recorded = { candidate, seq: event.seq };
-      this.drafts[candidate] = { outcome: null, rationale: '' };
+      this.drafts[candidate] = { outcome: null, rationale: '', override: false };
       await this.load();
       return true;
     } catch (reason) {
