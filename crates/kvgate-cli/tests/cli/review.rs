@@ -23,6 +23,7 @@ fn label_pairs_then_verify_and_detect_an_outside_edit() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("ws.sqlite");
     cpu_study(&db);
+    lock_demo_policy(&db);
     import_demo_runs(&db);
     // The recorded SmolLM2 answers are rejected on both sides: no disagreement, so ask for
     // agreeing pairs to label.
@@ -55,25 +56,94 @@ fn label_pairs_then_verify_and_detect_an_outside_edit() {
         .iter()
         .map(|p| p["pair_id"].as_str().unwrap())
         .collect();
-    for id in &ids {
+    // A role label names the candidate, which a blind reviewer does not know: refused before
+    // the reveal, and nothing is recorded.
+    let out = kvgate(
+        &db,
+        &[
+            "review",
+            "label",
+            "--pair",
+            ids[0],
+            "--label",
+            "candidate_regression",
+            "--by",
+            "rev",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("label the sides"), "{}", stderr(&out));
+    // Blind labels name sides; the reveal prints the label they map to.
+    for (i, id) in ids.iter().enumerate() {
+        let side = if i == 0 {
+            "a_correct_b_wrong"
+        } else {
+            "both_wrong"
+        };
         let out = kvgate(
             &db,
             &[
-                "review",
-                "label",
-                "--pair",
-                id,
-                "--label",
-                "both_wrong",
-                "--note",
-                "no JSON",
-                "--by",
+                "review", "label", "--pair", id, "--label", side, "--note", "no JSON", "--by",
                 "rev",
             ],
         );
         assert!(out.status.success(), "{}", stderr(&out));
-        assert!(stdout(&out).contains("revealed: A = "), "{}", stdout(&out));
+        let said = stdout(&out);
+        assert!(
+            said.contains(&format!("as {side} blind (audit event ")),
+            "{said}"
+        );
+        assert!(said.contains("revealed: A = "), "{said}");
+        // A right and B wrong: B0 was wrong when the candidate is A, else the candidate was.
+        let mapped = match side {
+            "a_correct_b_wrong" if said.contains("A = Q8") => "baseline_error",
+            "a_correct_b_wrong" => "candidate_regression",
+            other => other,
+        };
+        assert!(said.trim_end().ends_with(&format!(": {mapped}")), "{said}");
     }
+    // After the reveal a role label is accepted, recorded as unblinded and said so.
+    let out = kvgate(
+        &db,
+        &[
+            "review",
+            "label",
+            "--pair",
+            ids[2],
+            "--label",
+            "candidate_regression",
+            "--by",
+            "rev",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("after the reveal")
+            && stdout(&out).contains(": candidate_regression (unblinded: counted apart"),
+        "{}",
+        stdout(&out)
+    );
+    let out = kvgate(
+        &db,
+        &[
+            "review",
+            "list",
+            "--study",
+            "cpu",
+            "--agreeing",
+            "3",
+            "--json",
+        ],
+    );
+    let relisted: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let unblinded: Vec<&str> = relisted["pairs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["unblinded"] == true)
+        .map(|p| p["pair_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(unblinded, [ids[2]]);
     let out = kvgate(
         &db,
         &[
@@ -97,7 +167,7 @@ fn label_pairs_then_verify_and_detect_an_outside_edit() {
     let out = kvgate(&db, &["audit", "verify", "--study", "cpu"]);
     assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
     assert!(
-        stdout(&out).contains("intact: 3 audit events"),
+        stdout(&out).contains("intact: 4 audit events"),
         "{}",
         stdout(&out)
     );
