@@ -1,11 +1,14 @@
 //! User actions on the acceptance policy and the analysis: validate, lock and show the policy;
 //! analyze a study under its locked policy, and show it with its charts.
 //!
-//! No result of a study is shown before its policy is locked: [`App::analyze`] refuses with
-//! [`ErrorCode::PolicyNotLocked`], and the screens say why.
+//! Floors before results: no result of a study is shown before its policy is locked (the rule is
+//! `kvgate_core::policy::results_withheld`). [`App::require_locked_policy`] enforces it for every
+//! action that reads results: [`App::analyze`], the run detail's verdicts, the review queue, a
+//! label, a run file and the packet refuse with [`ErrorCode::PolicyNotLocked`], and the screens
+//! say why.
 
 use kvgate_core::analysis::{analyze, reading_order, AnalysisBody, PairedRow};
-use kvgate_core::policy::{LockedPolicy, Policy, PolicyProblem};
+use kvgate_core::policy::{lock_marks, results_withheld, LockedPolicy, Policy, PolicyProblem};
 use kvgate_core::study::Provenance;
 use kvgate_store::PolicyRecord;
 use schemars::JsonSchema;
@@ -37,6 +40,8 @@ pub struct PolicyStatus {
     pub versions: Vec<LockedPolicy>,
     /// True when any version replaced another after results existed; shown permanently.
     pub changed_after_results: bool,
+    /// True when the first version was locked after results existed; shown permanently.
+    pub first_lock_after_results: bool,
 }
 
 /// The analysis of a study, with the policy and evidence it was computed from.
@@ -52,6 +57,9 @@ pub struct StudyAnalysis {
     pub policy_locked_at: String,
     pub policy_locked_by: String,
     pub policy_changed_after_results: bool,
+    /// The study's first policy version was locked after results existed.
+    #[serde(default)]
+    pub policy_first_lock_after_results: bool,
     /// Measured requests read.
     pub measured_requests: u64,
     /// Reviewers' labels on pairs of this study.
@@ -106,12 +114,59 @@ fn locked(record: PolicyRecord) -> Result<LockedPolicy, AppError> {
         sha256: record.sha256,
         locked_at: record.locked_at,
         locked_by: record.locked_by,
+        first_lock_after_results: lock_marks(record.version, record.runs_at_lock)
+            .first_lock_after_results,
         runs_at_lock: record.runs_at_lock,
         changed_after_results: record.changed_after_results,
     })
 }
 
+/// The refusal of an action that would show results before the study's policy is locked. The
+/// message begins with the reason's code, so a script reading `kvgate`'s error line can match it.
+pub(crate) fn policy_not_locked(study_name: &str, what: &str) -> AppError {
+    AppError::new(
+        ErrorCode::PolicyNotLocked,
+        format!(
+            "policy_not_locked: study `{study_name}` has no locked acceptance policy: results \
+             stay hidden until the service owner locks one, so {what} (floors come before \
+             results; Policy screen, or `kvgate policy lock`)"
+        ),
+    )
+}
+
 impl App {
+    /// Whether the study's results are withheld (`kvgate_core::policy::results_withheld`): why,
+    /// or `None` once a policy version is locked.
+    pub async fn results_withheld(
+        &self,
+        study_id: i64,
+    ) -> Result<Option<kvgate_core::policy::Withheld>, AppError> {
+        Ok(results_withheld(
+            self.store.policy_versions(study_id).await?.len(),
+        ))
+    }
+
+    /// The policy in force, or the refusal [`ErrorCode::PolicyNotLocked`] saying `what` is
+    /// refused (a clause: "its analysis is not shown"): every action that shows or exports
+    /// results asks this first. Reads only.
+    pub async fn require_locked_policy(
+        &self,
+        study_id: i64,
+        what: &str,
+    ) -> Result<LockedPolicy, AppError> {
+        let mut versions = self.store.policy_versions(study_id).await?;
+        match (results_withheld(versions.len()), versions.pop()) {
+            (None, Some(current)) => locked(current),
+            _ => {
+                let study =
+                    self.store.study(study_id).await?.ok_or_else(|| {
+                        AppError::not_found(format!("no study with id {study_id}"))
+                    })?;
+                Err(policy_not_locked(&study.name, what))
+            }
+        }
+    }
+
     /// Checks a policy as authored; every problem with its JSON path, empty when it may be locked.
     pub fn check_policy(&self, policy_json: &str) -> Vec<PolicyProblem> {
         match Policy::from_json_text(policy_json) {
@@ -165,6 +220,7 @@ impl App {
             study_id,
             current: versions.last().cloned(),
             changed_after_results: versions.iter().any(|v| v.changed_after_results),
+            first_lock_after_results: versions.iter().any(|v| v.first_lock_after_results),
             versions,
         })
     }
@@ -191,16 +247,9 @@ impl App {
     pub async fn analyze(&self, study_id: i64) -> Result<StudyAnalysis, AppError> {
         let study = self.open_study(study_id).await?;
         let status = self.policy_status(study_id).await?;
-        let Some(current) = status.current else {
-            return Err(AppError::new(
-                ErrorCode::PolicyNotLocked,
-                format!(
-                    "study `{}` has no locked acceptance policy: results stay hidden until the \
-                     service owner locks one (Policy screen, or `kvgate policy lock`)",
-                    study.name
-                ),
-            ));
-        };
+        let current = self
+            .require_locked_policy(study_id, "its analysis is not shown")
+            .await?;
         let mut corpora = crate::fixtures::corpus_for_digests;
         let input = kvgate_store::study_input::load_study(&self.store, study_id, &mut corpora)
             .await
@@ -280,6 +329,7 @@ impl App {
             policy_locked_at: current.locked_at,
             policy_locked_by: current.locked_by,
             policy_changed_after_results: status.changed_after_results,
+            policy_first_lock_after_results: status.first_lock_after_results,
             measured_requests,
             adjudicated_labels: labels.len() as u64,
             adjudicated_unblinded_labels: labels.iter().filter(|l| l.unblinded).count() as u64,

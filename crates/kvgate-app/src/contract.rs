@@ -69,6 +69,8 @@ pub fn write_bindings(dir: &Path) -> Result<(), String> {
     one::<RunSummary>(&cfg)?;
     one::<RunDetail>(&cfg)?;
     one::<RunEvent>(&cfg)?;
+    one::<kvgate_core::warmup::WarmupPlan>(&cfg)?;
+    one::<kvgate_core::run::CellOrder>(&cfg)?;
     one::<LocalServer>(&cfg)?;
     one::<ImportInput>(&cfg)?;
     one::<ImportPreview>(&cfg)?;

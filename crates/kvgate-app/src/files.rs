@@ -190,17 +190,11 @@ impl App {
             .study(study_id)
             .await?
             .ok_or_else(|| AppError::not_found(format!("no study with id {study_id}")))?;
-        if self.policy_status(study_id).await?.current.is_none() {
-            return Err(AppError::new(
-                ErrorCode::PolicyNotLocked,
-                format!(
-                    "study `{}` has no locked acceptance policy: the packet records the results \
-                     against it, so there is nothing to export until the service owner locks one \
-                     (Policy screen, or `kvgate policy lock`)",
-                    study.name
-                ),
-            ));
-        }
+        self.require_locked_policy(
+            study_id,
+            "no packet is written (it records the results against the policy)",
+        )
+        .await?;
         Ok(packet_file_name(&study.name, zip))
     }
 

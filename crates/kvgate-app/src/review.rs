@@ -220,12 +220,15 @@ impl App {
     }
 
     /// The study's review queue: disagreements (and, on request, a sample of agreeing pairs).
+    /// Refused until the study's policy is locked: a disagreement is a result.
     pub async fn review_queue(
         &self,
         study_id: i64,
         filter: ReviewFilter,
     ) -> Result<ReviewQueue, AppError> {
         self.open_study(study_id).await?;
+        self.require_locked_policy(study_id, "its review queue is not shown")
+            .await?;
         let seed = self
             .store
             .review_seed(study_id, &Self::seed_for(study_id))
@@ -380,6 +383,8 @@ impl App {
             ));
         };
         self.open_study(study_id).await?;
+        self.require_locked_policy(study_id, "no pair can be labelled")
+            .await?;
         let by = input.by.trim();
         if by.is_empty() || by.chars().count() > crate::analysis::MAX_AUTHOR_CHARS {
             return Err(AppError::new(

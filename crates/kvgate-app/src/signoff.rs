@@ -216,6 +216,10 @@ impl App {
                     cells,
                     analysis.body.noise_floor.clone(),
                     labels,
+                )
+                .with_policy_marks(
+                    analysis.policy_changed_after_results,
+                    analysis.policy_first_lock_after_results,
                 ),
             },
             CheckEvidence::Operations {

@@ -176,7 +176,11 @@ impl App {
         let policy_version = policy
             .last()
             .map(|p| u32::try_from(p.version).unwrap_or(u32::MAX));
-        let queue = self.review_queue(study_id, ReviewFilter::default()).await?;
+        // Disagreements are results: absent, not 0, until the policy is locked.
+        let queue = match kvgate_core::policy::results_withheld(policy.len()) {
+            None => Some(self.review_queue(study_id, ReviewFilter::default()).await?),
+            Some(_) => None,
+        };
         let (checks_signed, candidates_decided) = if policy_version.is_some() {
             let list = self.checklist(study_id).await?;
             let signed = list
@@ -207,14 +211,17 @@ impl App {
                     .count(),
             ),
             baseline_has_runs: with_results.iter().any(|c| c == "B0"),
-            disagreements: count(queue.pairs.iter().filter(|p| p.disagreement).count()),
-            disagreements_labelled: count(
-                queue
-                    .pairs
-                    .iter()
-                    .filter(|p| p.disagreement && p.label.is_some())
-                    .count(),
-            ),
+            disagreements: queue
+                .as_ref()
+                .map(|q| count(q.pairs.iter().filter(|p| p.disagreement).count())),
+            disagreements_labelled: queue.as_ref().map(|q| {
+                count(
+                    q.pairs
+                        .iter()
+                        .filter(|p| p.disagreement && p.label.is_some())
+                        .count(),
+                )
+            }),
             checks_signed: count(checks_signed),
             candidates_decided: count(candidates_decided),
         }

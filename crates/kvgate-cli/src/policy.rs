@@ -42,6 +42,11 @@ fn print_version(v: &LockedPolicy) {
     if v.changed_after_results {
         println!("  CHANGED AFTER RESULTS EXISTED: this version replaced an earlier one");
     }
+    if v.first_lock_after_results {
+        println!(
+            "  FIRST LOCKED AFTER RESULTS EXISTED: the floors were not set before results could be read"
+        );
+    }
 }
 
 pub async fn run(app: &App, cmd: PolicyCommand) -> Result<Outcome, AppError> {
@@ -135,6 +140,9 @@ pub async fn analyze(app: &App, args: AnalyzeArgs) -> Result<Outcome, AppError> 
     );
     if a.policy_changed_after_results {
         println!("WARNING: the policy changed after results existed");
+    }
+    if a.policy_first_lock_after_results {
+        println!("WARNING: the policy was first locked after results existed");
     }
     if let Some(nf) = &a.body.noise_floor {
         println!(

@@ -6,16 +6,14 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand};
 use kvgate_app::domain::policy::SegmentFilter;
-use kvgate_app::runs::{LoadRunInput, QualityRunInput, RunEvent, RunPhase, RunSummary};
+use kvgate_app::runs::{LoadRunInput, QualityRunInput, RunDetail, RunEvent, RunPhase, RunSummary};
 use kvgate_app::{App, AppError, ErrorCode};
 
 use crate::{print_json, Outcome};
 
+/// The one cell a load run is bound to, its server and startup log.
 #[derive(Debug, Args)]
-pub struct Target {
-    /// Study name
-    #[arg(long)]
-    study: String,
+pub struct OneCell {
     /// Cell whose frozen manifest the run is bound to (e.g. B0, C1)
     #[arg(long)]
     cell: String,
@@ -23,19 +21,49 @@ pub struct Target {
     /// comes from the OS keyring (`kvgate endpoint key set`) or KVGATE_API_KEY
     #[arg(long)]
     endpoint: String,
-    /// Model name sent with each request
-    #[arg(long)]
-    model: Option<String>,
     /// The server's startup log: compatibility evidence checked against the manifest
     #[arg(long, value_name = "FILE")]
     startup_log: Option<PathBuf>,
+}
+
+/// The cells of a quality run: one (`--cell`), or several run one after another (`--cells`).
+#[derive(Debug, Args)]
+pub struct QualityCells {
+    /// Cell whose frozen manifest the run is bound to (e.g. B0, C1)
+    #[arg(long, required_unless_present = "cells", conflicts_with = "cells")]
+    cell: Option<String>,
+    /// Several cells, e.g. B0,Q8: run one after another in a random order drawn from --seed,
+    /// recorded (with the seed) in each run's config as `cell_order`
+    #[arg(long, value_delimiter = ',', value_name = "CELL,CELL")]
+    cells: Vec<String>,
+    /// Server root or its /v1 prefix, e.g. http://127.0.0.1:8080; with --cells one per cell as
+    /// CELL=URL (e.g. --endpoint B0=http://127.0.0.1:8080 --endpoint Q8=http://127.0.0.1:8081).
+    /// Its API key, if it needs one, comes from the OS keyring (`kvgate endpoint key set`) or
+    /// KVGATE_API_KEY
+    #[arg(long, required = true, value_name = "URL|CELL=URL")]
+    endpoint: Vec<String>,
+    /// The server's startup log: compatibility evidence checked against the manifest; with
+    /// --cells as CELL=FILE, once per cell that has one
+    #[arg(long, value_name = "FILE|CELL=FILE")]
+    startup_log: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct Target {
+    /// Study name
+    #[arg(long)]
+    study: String,
+    /// Model name sent with each request
+    #[arg(long)]
+    model: Option<String>,
     /// /metrics scrape interval in milliseconds; 0 turns scraping off
     #[arg(long, default_value_t = 1000)]
     scrape_interval_ms: u32,
     /// Per-request deadline in seconds
     #[arg(long, default_value_t = 300.0)]
     request_deadline: f64,
-    /// Seed of the run order (quality) or of the arrivals (load)
+    /// Seed of the run order and of the warm-up items (quality), the order of the cells
+    /// (--cells), or of the arrivals (load)
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Print the stored run as JSON instead of a summary line
@@ -45,11 +73,14 @@ pub struct Target {
 
 #[derive(Debug, Subcommand)]
 pub enum RunCommand {
-    /// Send a fixture corpus to one cell's server, validate every response, store it all.
-    /// Exits 2 when the run did not complete or the cell's evidence does not match its manifest
+    /// Send a fixture corpus to one cell's server (or to several, one after another in a seeded
+    /// random order), validate every response, store it all. Exits 2 when a run did not
+    /// complete or a cell's evidence does not match its manifest
     Quality {
         #[command(flatten)]
         target: Target,
+        #[command(flatten)]
+        cells: QualityCells,
         /// Corpus folder (items.jsonl + corpus.json)
         #[arg(long)]
         corpus: PathBuf,
@@ -63,7 +94,8 @@ pub enum RunCommand {
         /// (keys: language, length_class, position, task_type, answer_kind); applied before --limit
         #[arg(long, value_name = "KEY=VALUE")]
         only: Vec<String>,
-        /// Engine warm-up requests, sent first and stored apart
+        /// Engine warm-up requests, sent first and stored apart: corpus items that are not then
+        /// measured (fewer, and said so, when the corpus has no item left over)
         #[arg(long, default_value_t = 1)]
         warmup: u32,
         /// Requests in flight at once
@@ -75,6 +107,8 @@ pub enum RunCommand {
     Load {
         #[command(flatten)]
         target: Target,
+        #[command(flatten)]
+        cell: OneCell,
         /// Prompts to cycle through (every response is validated against its item); default: the
         /// synthetic test-2k evaluation corpus generated from --seed with the pinned tokenizer
         #[arg(long)]
@@ -113,7 +147,7 @@ pub enum RunCommand {
         study: String,
         file: PathBuf,
     },
-    /// Show one run with its verdict counts and evidence
+    /// Show one run with its verdict counts (once the study's policy is locked) and evidence
     Show {
         /// Run id
         id: i64,
@@ -196,35 +230,66 @@ fn print_summary(s: &RunSummary) {
     }
 }
 
-async fn execute(
-    app: &App,
-    json: bool,
-    work: impl std::future::Future<Output = Result<RunSummary, AppError>>,
-    run_id: Arc<AtomicI64>,
-) -> Result<Outcome, AppError> {
-    let canceller = {
-        let app = app.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                let id = run_id.load(Ordering::SeqCst);
-                eprintln!("\ncancelling run {id}: requests in flight are recorded as they stand");
-                let _ = app.cancel_run(id);
+/// The verdict counts of a run, or why they are withheld.
+fn print_verdicts(detail: &RunDetail) {
+    match (detail.accepted, detail.rejected, detail.unvalidated) {
+        (Some(a), Some(r), Some(u)) => {
+            println!("  verdicts (measured): {a} accepted, {r} rejected, {u} not validated")
+        }
+        _ => println!(
+            "  verdicts withheld ({}): the study has no locked acceptance policy; floors come \
+             before results (`kvgate policy lock`)",
+            detail
+                .withheld
+                .map(|w| w.as_str())
+                .unwrap_or("policy_not_locked")
+        ),
+    }
+}
+
+/// The warm-up and the place in a series a quality run recorded in its config.
+fn print_method(s: &RunSummary) {
+    let warmup = &s.config["warmup"];
+    if let Some(items) = warmup["items"].as_array() {
+        let ids: Vec<&str> = items.iter().filter_map(|i| i.as_str()).collect();
+        println!(
+            "  warm-up: {} item(s) outside the measured set{}",
+            ids.len(),
+            if ids.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", ids.join(", "))
             }
-        })
-    };
-    let result = work.await;
-    canceller.abort();
-    let summary = result?;
+        );
+        if let Some(why) = warmup["shortfall"].as_str() {
+            println!("  warm-up short: {why}");
+        }
+    }
+    let place = &s.config["cell_order"];
+    if let (Some(order), Some(position)) = (place["order"].as_array(), place["position"].as_u64()) {
+        let order: Vec<&str> = order.iter().filter_map(|c| c.as_str()).collect();
+        println!(
+            "  cell order (seed {}): {}; this run {} of {}",
+            place["seed"],
+            order.join(", "),
+            position + 1,
+            order.len()
+        );
+    }
+}
+
+/// Prints a finished run; true when it completed over a valid cell.
+async fn report(
+    app: &App,
+    summary: &RunSummary,
+    json: bool,
+) -> Result<(RunDetail, bool), AppError> {
     let detail = app.run_detail(summary.id).await?;
     let valid = detail.validity.as_ref().is_some_and(|v| v.valid);
-    if json {
-        print_json(&detail)?;
-    } else {
-        print_summary(&summary);
-        println!(
-            "  verdicts (measured): {} accepted, {} rejected, {} not validated",
-            detail.accepted, detail.rejected, detail.unvalidated
-        );
+    if !json {
+        print_summary(summary);
+        print_method(summary);
+        print_verdicts(&detail);
         match &detail.validity {
             Some(v) if v.valid => println!("  compatibility: valid against the frozen manifest"),
             Some(v) => {
@@ -241,13 +306,140 @@ async fn execute(
     }
     // Failed requests are data, not a failure of the command; a run that did not complete, or
     // a cell whose evidence does not match its manifest, is.
-    Ok(
-        if summary.state == kvgate_app::domain::run::RunState::Completed && valid {
-            Outcome::Success
-        } else {
-            Outcome::Failure(2)
-        },
-    )
+    let ok = summary.state == kvgate_app::domain::run::RunState::Completed && valid;
+    Ok((detail, ok))
+}
+
+/// Runs `work` with Ctrl-C cancelling the run in progress, then reports each run it stored:
+/// one run as an object (`--json`), a series as an array in the order run.
+async fn execute(
+    app: &App,
+    json: bool,
+    work: impl std::future::Future<Output = Result<Vec<RunSummary>, AppError>>,
+    run_id: Arc<AtomicI64>,
+    series: bool,
+) -> Result<Outcome, AppError> {
+    let canceller = {
+        let app = app.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                let id = run_id.load(Ordering::SeqCst);
+                eprintln!("\ncancelling run {id}: requests in flight are recorded as they stand");
+                let _ = app.cancel_run(id);
+            }
+        })
+    };
+    let result = work.await;
+    canceller.abort();
+    let summaries = result?;
+    let mut details = Vec::new();
+    let mut all_ok = true;
+    for summary in &summaries {
+        let (detail, ok) = report(app, summary, json).await?;
+        all_ok &= ok;
+        details.push(detail);
+    }
+    if json {
+        match (series, details.as_slice()) {
+            (false, [one]) => print_json(one)?,
+            _ => print_json(&details)?,
+        }
+    }
+    Ok(if all_ok {
+        Outcome::Success
+    } else {
+        Outcome::Failure(2)
+    })
+}
+
+/// `CELL=VALUE` when the text starts with a cell name and `=`; a URL or path otherwise.
+fn split_cell(text: &str) -> Option<(&str, &str)> {
+    let (cell, value) = text.split_once('=')?;
+    let is_cell = !cell.is_empty()
+        && cell
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.');
+    (is_cell && !value.is_empty()).then_some((cell, value))
+}
+
+/// Each cell's endpoint and startup log, from `--cell`/`--cells`, `--endpoint` and
+/// `--startup-log`.
+fn cell_targets(c: &QualityCells) -> Result<Vec<(String, String, Option<String>)>, AppError> {
+    let bad = |m: String| AppError::new(ErrorCode::InvalidInput, m);
+    if let Some(cell) = &c.cell {
+        let one = |values: &[String], what: &str| -> Result<Option<String>, AppError> {
+            match values {
+                [] => Ok(None),
+                [v] => Ok(Some(match split_cell(v) {
+                    Some((named, value)) if named == cell => value.to_owned(),
+                    _ => v.clone(),
+                })),
+                _ => Err(bad(format!(
+                    "--{what}: expected one for --cell {cell}, found {}",
+                    values.len()
+                ))),
+            }
+        };
+        let endpoint = one(&c.endpoint, "endpoint")?.unwrap_or_default();
+        return Ok(vec![(
+            cell.clone(),
+            endpoint,
+            one(&c.startup_log, "startup-log")?,
+        )]);
+    }
+    let mut cells: Vec<String> = Vec::new();
+    for cell in c.cells.iter().map(|c| c.trim()).filter(|c| !c.is_empty()) {
+        if cells.iter().any(|c| c == cell) {
+            return Err(bad(format!(
+                "--cells: expected each cell once, found {cell} again"
+            )));
+        }
+        cells.push(cell.to_owned());
+    }
+    let by_cell = |values: &[String], what: &str| -> Result<Vec<(String, String)>, AppError> {
+        let mut out: Vec<(String, String)> = Vec::new();
+        for v in values {
+            let Some((cell, value)) = split_cell(v) else {
+                return Err(bad(format!(
+                    "--{what}: expected CELL=VALUE with --cells, found {v:?}"
+                )));
+            };
+            if !cells.iter().any(|c| c == cell) {
+                return Err(bad(format!(
+                    "--{what}: expected one of the cells {}, found {cell}",
+                    cells.join(", ")
+                )));
+            }
+            if out.iter().any(|(c, _)| c == cell) {
+                return Err(bad(format!(
+                    "--{what}: expected one per cell, found {cell} again"
+                )));
+            }
+            out.push((cell.to_owned(), value.to_owned()));
+        }
+        Ok(out)
+    };
+    let endpoints = by_cell(&c.endpoint, "endpoint")?;
+    let logs = by_cell(&c.startup_log, "startup-log")?;
+    cells
+        .into_iter()
+        .map(|cell| {
+            let endpoint = endpoints
+                .iter()
+                .find(|(c, _)| c == &cell)
+                .map(|(_, u)| u.clone())
+                .ok_or_else(|| {
+                    bad(format!(
+                        "--endpoint: expected {cell}=URL, found none for {cell}"
+                    ))
+                })?;
+            let log = logs
+                .iter()
+                .find(|(c, _)| c == &cell)
+                .map(|(_, f)| f.clone());
+            Ok((cell, endpoint, log))
+        })
+        .collect()
 }
 
 pub async fn run(app: &App, cmd: RunCommand) -> Result<Outcome, AppError> {
@@ -260,6 +452,7 @@ pub async fn run(app: &App, cmd: RunCommand) -> Result<Outcome, AppError> {
     match cmd {
         RunCommand::Quality {
             target,
+            cells,
             corpus,
             repeats,
             limit,
@@ -269,28 +462,42 @@ pub async fn run(app: &App, cmd: RunCommand) -> Result<Outcome, AppError> {
         } => {
             let only = strata_filter(&only)?;
             let study = app.study_by_name(&target.study).await?;
-            crate::endpoint::key_from_env(app, &target.endpoint)?;
-            let input = QualityRunInput {
-                study_id: study.id,
-                cell: target.cell.clone(),
-                base_url: target.endpoint.clone(),
-                model: target.model.clone(),
-                corpus_dir: corpus.display().to_string(),
-                repeats: Some(repeats),
-                seed: Some(target.seed),
-                limit,
-                only,
-                warmup: Some(warmup),
-                concurrency: Some(concurrency),
-                startup_log: target.startup_log.as_ref().map(|p| p.display().to_string()),
-                scrape_interval_ms: Some(target.scrape_interval_ms),
-                request_deadline_s: Some(target.request_deadline),
-            };
-            let work = app.run_quality(&input, |e| progress.show(&e));
-            execute(app, target.json, work, run_id).await
+            let series = cells.cell.is_none();
+            let mut inputs = Vec::new();
+            for (cell, endpoint, startup_log) in cell_targets(&cells)? {
+                crate::endpoint::key_from_env(app, &endpoint)?;
+                inputs.push(QualityRunInput {
+                    study_id: study.id,
+                    cell,
+                    base_url: endpoint,
+                    model: target.model.clone(),
+                    corpus_dir: corpus.display().to_string(),
+                    repeats: Some(repeats),
+                    seed: Some(target.seed),
+                    limit,
+                    only: only.clone(),
+                    warmup: Some(warmup),
+                    concurrency: Some(concurrency),
+                    startup_log,
+                    scrape_interval_ms: Some(target.scrape_interval_ms),
+                    request_deadline_s: Some(target.request_deadline),
+                });
+            }
+            if series {
+                let work = app.run_quality_cells(&inputs, target.seed, |e| progress.show(&e));
+                execute(app, target.json, work, run_id, true).await
+            } else {
+                let work = async {
+                    app.run_quality(&inputs[0], |e| progress.show(&e))
+                        .await
+                        .map(|s| vec![s])
+                };
+                execute(app, target.json, work, run_id, false).await
+            }
         }
         RunCommand::Load {
             target,
+            cell,
             corpus,
             arrivals,
             duration,
@@ -298,11 +505,11 @@ pub async fn run(app: &App, cmd: RunCommand) -> Result<Outcome, AppError> {
             drain,
         } => {
             let study = app.study_by_name(&target.study).await?;
-            crate::endpoint::key_from_env(app, &target.endpoint)?;
+            crate::endpoint::key_from_env(app, &cell.endpoint)?;
             let input = LoadRunInput {
                 study_id: study.id,
-                cell: target.cell.clone(),
-                base_url: target.endpoint.clone(),
+                cell: cell.cell.clone(),
+                base_url: cell.endpoint.clone(),
                 model: target.model.clone(),
                 corpus_dir: corpus.map(|c| c.display().to_string()),
                 arrivals,
@@ -310,12 +517,16 @@ pub async fn run(app: &App, cmd: RunCommand) -> Result<Outcome, AppError> {
                 concurrency,
                 seed: Some(target.seed),
                 drain_s: Some(drain),
-                startup_log: target.startup_log.as_ref().map(|p| p.display().to_string()),
+                startup_log: cell.startup_log.as_ref().map(|p| p.display().to_string()),
                 scrape_interval_ms: Some(target.scrape_interval_ms),
                 request_deadline_s: Some(target.request_deadline),
             };
-            let work = app.run_load(&input, |e| progress.show(&e));
-            execute(app, target.json, work, run_id).await
+            let work = async {
+                app.run_load(&input, |e| progress.show(&e))
+                    .await
+                    .map(|s| vec![s])
+            };
+            execute(app, target.json, work, run_id, false).await
         }
         RunCommand::List { study, json } => {
             let study = app.study_by_name(&study).await?;
@@ -385,10 +596,8 @@ pub async fn run(app: &App, cmd: RunCommand) -> Result<Outcome, AppError> {
                         m.run_corpus_sha256, m.manifest_corpus_sha256
                     );
                 }
-                println!(
-                    "  verdicts (measured): {} accepted, {} rejected, {} not validated",
-                    detail.accepted, detail.rejected, detail.unvalidated
-                );
+                print_method(&detail.run);
+                print_verdicts(&detail);
                 for e in &detail.evidence {
                     println!(
                         "  evidence {} {} ({} bytes) sha256 {}",

@@ -127,10 +127,12 @@ fn print_progress(p: &StudyProgress) {
             ", none of B0"
         }
     );
-    println!(
-        "review:         {} of {} disagreements labelled",
-        p.disagreements_labelled, p.disagreements
-    );
+    match (p.disagreements_labelled, p.disagreements) {
+        (Some(labelled), Some(all)) => {
+            println!("review:         {labelled} of {all} disagreements labelled")
+        }
+        _ => println!("review:         withheld until the policy is locked (policy_not_locked)"),
+    }
     println!(
         "sign-off:       {} of 4 checks signed, {} of {} candidates decided",
         p.checks_signed, p.candidates_decided, p.candidates_frozen

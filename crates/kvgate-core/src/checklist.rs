@@ -91,6 +91,20 @@ pub struct QualityEvidence {
     pub cells: Vec<QualityCell>,
     pub noise_floor: Option<NoiseFloor>,
     pub adjudications: Vec<AdjudicationEvidence>,
+    /// The policy was changed after results existed; omitted when it was not, so signatures
+    /// made before this was recorded hold.
+    #[serde(default, skip_serializing_if = "is_false")]
+    #[ts(as = "Option<bool>", optional)]
+    pub policy_changed_after_results: bool,
+    /// The policy was first locked after results existed: its floors were not set before
+    /// results could be read. Omitted when it was not.
+    #[serde(default, skip_serializing_if = "is_false")]
+    #[ts(as = "Option<bool>", optional)]
+    pub policy_first_lock_after_results: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
@@ -325,7 +339,20 @@ impl QualityEvidence {
                 .collect(),
             noise_floor,
             adjudications,
+            policy_changed_after_results: false,
+            policy_first_lock_after_results: false,
         }
+    }
+
+    /// The same evidence, naming how the policy's lock stands to the results.
+    pub fn with_policy_marks(
+        mut self,
+        changed_after_results: bool,
+        first_lock_after_results: bool,
+    ) -> Self {
+        self.policy_changed_after_results = changed_after_results;
+        self.policy_first_lock_after_results = first_lock_after_results;
+        self
     }
 }
 

@@ -34,6 +34,7 @@ pub mod study;
 pub mod table;
 pub mod test_cell;
 pub mod validator;
+pub mod warmup;
 
 /// How the TypeScript bindings are written (the UI's generated types and every test of them):
 /// counts, ids and sizes cross the IPC as JSON numbers, since every value KV Gate exchanges is

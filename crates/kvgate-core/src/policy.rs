@@ -424,6 +424,50 @@ pub struct LockedPolicy {
     pub runs_at_lock: i64,
     /// True when this version replaced an earlier one after results existed: shown permanently.
     pub changed_after_results: bool,
+    /// True when this is the first version and results existed when it was locked: its floors
+    /// may have been set after results could be read. Shown permanently, as a change is.
+    pub first_lock_after_results: bool,
+}
+
+/// What a lock is marked with, permanently, from when it was made ([`lock_marks`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LockMarks {
+    pub changed_after_results: bool,
+    pub first_lock_after_results: bool,
+}
+
+/// Marks a lock by its version and the runs that held results when it was locked: a later
+/// version after results is a change after results; a first version after results is a first
+/// lock after results. Either way the floors were not set before results existed.
+pub fn lock_marks(version: i64, runs_with_results_at_lock: i64) -> LockMarks {
+    let after_results = runs_with_results_at_lock > 0;
+    LockMarks {
+        changed_after_results: after_results && version > 1,
+        first_lock_after_results: after_results && version == 1,
+    }
+}
+
+/// Why a study's results are withheld.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Withheld {
+    /// No acceptance policy is locked yet: floors come before results.
+    PolicyNotLocked,
+}
+
+impl Withheld {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Withheld::PolicyNotLocked => "policy_not_locked",
+        }
+    }
+}
+
+/// Floors before results: until a policy version of the study is locked, none of its results
+/// (a verdict, an accepted or rejected count, a pair, a disagreement, an analysis) is shown or
+/// exported anywhere. Returns why they are withheld, or `None` once a version is locked.
+pub fn results_withheld(locked_versions: usize) -> Option<Withheld> {
+    (locked_versions == 0).then_some(Withheld::PolicyNotLocked)
 }
 
 #[cfg(test)]
@@ -440,6 +484,33 @@ mod tests {
                           "floor": 0.90, "margin": 0.02, "protected": true},
                          {"name": "numeric", "filter": {"task_type": "numeric"},
                           "margin": 0.05, "protected": false}]}"#
+    }
+
+    #[test]
+    fn results_are_withheld_until_a_version_is_locked() {
+        assert_eq!(results_withheld(0), Some(Withheld::PolicyNotLocked));
+        assert_eq!(Withheld::PolicyNotLocked.as_str(), "policy_not_locked");
+        assert_eq!(
+            serde_json::to_value(Withheld::PolicyNotLocked).unwrap(),
+            "policy_not_locked"
+        );
+        assert_eq!(results_withheld(1), None);
+        assert_eq!(results_withheld(3), None);
+    }
+
+    #[test]
+    fn a_first_lock_after_results_is_marked_as_a_change_after_results_is() {
+        let none = LockMarks::default();
+        // Before any result: neither mark, whatever the version.
+        assert_eq!(lock_marks(1, 0), none);
+        assert_eq!(lock_marks(2, 0), none);
+        // The first lock made once a run held results: marked, though nothing was changed.
+        let first = lock_marks(1, 1);
+        assert!(first.first_lock_after_results && !first.changed_after_results);
+        assert!(lock_marks(1, 40).first_lock_after_results);
+        // A later version after results is a change, not a first lock.
+        let changed = lock_marks(2, 1);
+        assert!(changed.changed_after_results && !changed.first_lock_after_results);
     }
 
     #[test]

@@ -310,9 +310,64 @@ pub struct RunProgress {
     pub elapsed_ms: f64,
 }
 
+/// The order in which several cells of one series are run, one after another, recorded with the
+/// seed in each run's configuration (`cell_order`). The guide asks for a randomized run order:
+/// always running B0 first would tie every candidate to whatever drifts over the series (a
+/// warming machine, a neighbour's load). The order depends on the set of cells and the seed only,
+/// not on how the cells were listed; a cell named twice runs once.
+pub fn cell_order(cells: &[String], seed: u64) -> Vec<String> {
+    let mut order: Vec<String> = cells
+        .iter()
+        .cloned()
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    crate::prng::SplitMix64::from_label(&format!("cell-order/{seed}")).shuffle(&mut order);
+    order
+}
+
+/// Where one run stands in a series run in [`cell_order`], as its configuration records it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, JsonSchema)]
+pub struct CellOrder {
+    /// The seed the order was drawn from.
+    #[ts(type = "number")]
+    pub seed: u64,
+    /// Every cell of the series, in the order run.
+    pub order: Vec<String>,
+    /// This run's place in `order`, from 0.
+    pub position: u32,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn cells(names: &[&str]) -> Vec<String> {
+        names.iter().map(|c| c.to_string()).collect()
+    }
+
+    #[test]
+    fn the_cell_order_is_seeded_and_the_same_for_the_same_seed() {
+        let a = cell_order(&cells(&["B0", "C1", "C2", "C3"]), 42);
+        assert_eq!(a, cell_order(&cells(&["B0", "C1", "C2", "C3"]), 42));
+        // How the cells were listed does not matter; a repeated cell runs once.
+        assert_eq!(a, cell_order(&cells(&["C3", "C2", "B0", "C1", "B0"]), 42));
+        let mut sorted = a.clone();
+        sorted.sort();
+        assert_eq!(sorted, cells(&["B0", "C1", "C2", "C3"]));
+        assert!((0..20).any(|s| cell_order(&cells(&["B0", "C1", "C2", "C3"]), s) != a));
+    }
+
+    #[test]
+    fn the_baseline_is_not_always_first() {
+        // The order the cells were listed in (B0 first) is not the order run: over seeds, B0
+        // comes second about half of the time.
+        let two = cells(&["B0", "Q8"]);
+        let b0_first = (0..200u64)
+            .filter(|s| cell_order(&two, *s)[0] == "B0")
+            .count();
+        assert!((60..=140).contains(&b0_first), "B0 first {b0_first} of 200");
+    }
 
     fn record() -> RequestRecord {
         RequestRecord {

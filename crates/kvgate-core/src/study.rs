@@ -153,10 +153,15 @@ pub struct StudyProgress {
     pub cells_with_runs: u32,
     /// Whether B0 has such a run.
     pub baseline_has_runs: bool,
-    /// Paired disagreements of every candidate.
-    pub disagreements: u32,
-    /// Disagreements that carry a reviewer's label.
-    pub disagreements_labelled: u32,
+    /// Paired disagreements of every candidate; absent (not 0) until a policy is locked, since
+    /// a disagreement is a result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub disagreements: Option<u32>,
+    /// Disagreements that carry a reviewer's label; absent until a policy is locked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub disagreements_labelled: Option<u32>,
     /// Checks whose signature covers the current evidence (of four); void ones do not count.
     pub checks_signed: u32,
     /// Candidates with a recorded decision.
@@ -174,8 +179,8 @@ pub struct ProgressCounts {
     pub policy_version: Option<u32>,
     pub cells_with_runs: u32,
     pub baseline_has_runs: bool,
-    pub disagreements: u32,
-    pub disagreements_labelled: u32,
+    pub disagreements: Option<u32>,
+    pub disagreements_labelled: Option<u32>,
     pub checks_signed: u32,
     pub candidates_decided: u32,
 }
@@ -195,7 +200,7 @@ impl ProgressCounts {
             StudyStep::LockPolicy
         } else if !self.baseline_has_runs || self.cells_with_runs < 2 {
             StudyStep::RunOrImport
-        } else if self.disagreements_labelled < self.disagreements {
+        } else if self.disagreements_labelled.unwrap_or(0) < self.disagreements.unwrap_or(0) {
             StudyStep::Review
         } else if self.checks_signed < CHECKS || self.candidates_decided < self.candidates_frozen {
             StudyStep::SignOff
@@ -286,8 +291,8 @@ mod tests {
             policy_version: Some(1),
             cells_with_runs: 2,
             baseline_has_runs: true,
-            disagreements: 3,
-            disagreements_labelled: 3,
+            disagreements: Some(3),
+            disagreements_labelled: Some(3),
             checks_signed: CHECKS,
             candidates_decided: 1,
         }
@@ -308,7 +313,7 @@ mod tests {
             (|c| c.policy_version = None, StudyStep::LockPolicy),
             (|c| c.baseline_has_runs = false, StudyStep::RunOrImport),
             (|c| c.cells_with_runs = 1, StudyStep::RunOrImport),
-            (|c| c.disagreements_labelled = 2, StudyStep::Review),
+            (|c| c.disagreements_labelled = Some(2), StudyStep::Review),
             (|c| c.checks_signed = CHECKS - 1, StudyStep::SignOff),
             (|c| c.candidates_decided = 0, StudyStep::SignOff),
             (
@@ -325,6 +330,24 @@ mod tests {
             change(&mut c);
             assert_eq!(c.next_step(), step, "case {i}: {c:?}");
         }
+    }
+
+    #[test]
+    fn before_the_lock_disagreements_are_absent_not_zero() {
+        // Runs exist but no policy is locked: the counts are withheld, and the step is the lock.
+        let mut c = done();
+        c.policy_version = None;
+        c.disagreements = None;
+        c.disagreements_labelled = None;
+        assert_eq!(c.next_step(), StudyStep::LockPolicy);
+        let v = serde_json::to_value(c.into_progress(3)).unwrap();
+        assert!(v.get("disagreements").is_none(), "{v}");
+        assert!(v.get("disagreements_labelled").is_none(), "{v}");
+        let mut c = done();
+        c.disagreements = Some(0);
+        c.disagreements_labelled = Some(0);
+        let v = serde_json::to_value(c.into_progress(3)).unwrap();
+        assert_eq!(v["disagreements"], 0, "after the lock a count of none is 0");
     }
 
     #[test]
@@ -349,8 +372,8 @@ mod tests {
     #[test]
     fn no_disagreement_goes_straight_to_sign_off() {
         let mut c = done();
-        c.disagreements = 0;
-        c.disagreements_labelled = 0;
+        c.disagreements = Some(0);
+        c.disagreements_labelled = Some(0);
         c.checks_signed = 0;
         assert_eq!(c.next_step(), StudyStep::SignOff);
         let p = c.clone().into_progress(7);

@@ -64,7 +64,8 @@ impl Store {
             .bind(study_id)
             .fetch_one(&mut *tx)
             .await?;
-        let changed_after_results = version > 1 && runs_at_lock > 0;
+        let changed_after_results =
+            kvgate_core::policy::lock_marks(version, runs_at_lock).changed_after_results;
         let sql = concat!(
             "INSERT INTO policies (study_id, version, policy_json, sha256, locked_at, locked_by, ",
             "runs_at_lock, changed_after_results) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING ",

@@ -280,7 +280,8 @@ impl App {
             .map(|v| {
                 json!({"version": v.version, "sha256": v.sha256, "locked_at": v.locked_at,
                        "locked_by": v.locked_by, "runs_at_lock": v.runs_at_lock,
-                       "changed_after_results": v.changed_after_results})
+                       "changed_after_results": v.changed_after_results,
+                       "first_lock_after_results": v.first_lock_after_results})
             })
             .collect();
         files.add("policy/versions.json", pretty(&versions));

@@ -206,7 +206,7 @@ pub fn render(r: &ReportInput<'_>) -> String {
     // Policy and limits.
     let _ = write!(
         h,
-        "<h2 id=\"policy\">Acceptance policy and per-class limits</h2>\n<p>Locked version {} by {} at {}, sha256 <code>{}</code>.{}</p>\n\
+        "<h2 id=\"policy\">Acceptance policy and per-class limits</h2>\n<p>Locked version {} by {} at {}, sha256 <code>{}</code>.{}{}</p>\n\
          <p>Per-class SLOs, goodput window and segment floors and margins: <code>policy/limits.json</code>.</p>\n",
         a.policy_version,
         escape(&a.policy_locked_by),
@@ -214,6 +214,11 @@ pub fn render(r: &ReportInput<'_>) -> String {
         escape(&a.policy_sha256),
         if a.policy_changed_after_results {
             " <span class=\"void\">A version of this policy was locked after results existed.</span>"
+        } else {
+            ""
+        },
+        if a.policy_first_lock_after_results {
+            " <span class=\"void\" id=\"policy-first-lock-after-results\">The policy was first locked after results existed: its floors were not set before results could be read.</span>"
         } else {
             ""
         }

@@ -156,6 +156,110 @@ impl App {
         input: &QualityRunInput,
         on_event: impl FnMut(RunEvent) + Send,
     ) -> Result<RunSummary, AppError> {
+        self.run_quality_in(input, None, on_event).await
+    }
+
+    /// Runs several cells' paired-quality passes one after another, in the order
+    /// `kvgate_core::run::cell_order` draws from `seed` (recorded with the seed in each run's
+    /// configuration as `cell_order`). Every cell's input is checked before the first request
+    /// is sent; a run that fails to execute or is cancelled ends the series, and the error names
+    /// the runs already stored. `on_event` receives every run's progress.
+    pub async fn run_quality_cells(
+        &self,
+        inputs: &[QualityRunInput],
+        seed: u64,
+        mut on_event: impl FnMut(RunEvent) + Send,
+    ) -> Result<Vec<RunSummary>, AppError> {
+        let names: Vec<String> = inputs.iter().map(|i| i.cell.clone()).collect();
+        if names.is_empty() {
+            return Err(invalid("cells: expected at least one cell, found none"));
+        }
+        for (i, name) in names.iter().enumerate() {
+            if names[..i].contains(name) {
+                return Err(invalid(format!(
+                    "cells: expected each cell once, found {name} again"
+                )));
+            }
+        }
+        if let Some(other) = inputs.iter().find(|i| i.study_id != inputs[0].study_id) {
+            return Err(invalid(format!(
+                "cells: expected one study, found cell {} of another",
+                other.cell
+            )));
+        }
+        for input in inputs {
+            self.check_quality_input(input).await?;
+        }
+        let order = kvgate_core::run::cell_order(&names, seed);
+        let mut done: Vec<RunSummary> = Vec::new();
+        for (position, cell) in order.iter().enumerate() {
+            let input = inputs
+                .iter()
+                .find(|i| &i.cell == cell)
+                .expect("the order holds the cells given");
+            let place = kvgate_core::run::CellOrder {
+                seed,
+                order: order.clone(),
+                position: position as u32,
+            };
+            let ran = self
+                .run_quality_in(input, Some(&place), &mut on_event)
+                .await
+                .map_err(|e| {
+                    let stored: Vec<String> = done
+                        .iter()
+                        .map(|r| format!("run {} ({})", r.id, r.cell))
+                        .collect();
+                    AppError::new(
+                        e.code,
+                        format!(
+                            "cell {cell} ({} of {} in the order {}): {}{}",
+                            position + 1,
+                            order.len(),
+                            order.join(", "),
+                            e.message,
+                            if stored.is_empty() {
+                                String::new()
+                            } else {
+                                format!("; already stored: {}", stored.join(", "))
+                            }
+                        ),
+                    )
+                })?;
+            let stop = ran.state == RunState::Cancelled;
+            done.push(ran);
+            if stop {
+                break;
+            }
+        }
+        Ok(done)
+    }
+
+    /// What a quality run checks before anything is stored or sent: the cell's manifest is
+    /// frozen, its startup log readable, its corpus open.
+    async fn check_quality_input(&self, input: &QualityRunInput) -> Result<(), AppError> {
+        let stored = self.manifest(input.study_id, &input.cell).await?;
+        if stored.digest.is_none() {
+            return Err(AppError::new(
+                ErrorCode::Conflict,
+                format!(
+                    "cell {}: its manifest is a draft; freeze it before running, so the run is \
+                     bound to an immutable manifest",
+                    input.cell
+                ),
+            ));
+        }
+        read_startup_log(input.startup_log.as_deref())?;
+        open_corpus(Path::new(&input.corpus_dir))?;
+        Ok(())
+    }
+
+    async fn run_quality_in(
+        &self,
+        input: &QualityRunInput,
+        place: Option<&kvgate_core::run::CellOrder>,
+        on_event: impl FnMut(RunEvent) + Send,
+    ) -> Result<RunSummary, AppError> {
         let p = self
             .prepare(Target {
                 study_id: input.study_id,
@@ -199,8 +303,12 @@ impl App {
             .into_iter()
             .cloned()
             .collect();
-        let warmup = (input.warmup.unwrap_or(1) as usize).min(items.len());
         let ids: Vec<String> = items.iter().map(|i| i.id.clone()).collect();
+        // Engine warm-up with items that are not then measured, so no measured prompt is in the
+        // prefix cache before its measured request.
+        let corpus_ids: Vec<String> = corpus.items.iter().map(|i| i.id.clone()).collect();
+        let warmup =
+            kvgate_core::warmup::plan_warmup(&corpus_ids, &ids, input.warmup.unwrap_or(1), seed);
         let order = quality_order(&ids, repeats, seed);
         let config = p.config(json!({
             "kind": "quality",
@@ -217,6 +325,13 @@ impl App {
             "warmup": warmup,
             "concurrency": concurrency,
         }));
+        let config = match (config, place) {
+            (Value::Object(mut c), Some(place)) => {
+                c.insert("cell_order".into(), json!(place));
+                Value::Object(c)
+            }
+            (config, _) => config,
+        };
         let label = format!(
             "quality · {} · {} items × {repeats}",
             input.cell,
@@ -228,7 +343,12 @@ impl App {
             .iter()
             .map(|(_, id)| planned(by_id[id.as_str()], &p.manifest))
             .collect::<Result<_, _>>()?;
-        let warmups: Vec<PlannedRequest> = items[..warmup]
+        let warm_items: Vec<&FixtureItem> = warmup
+            .items
+            .iter()
+            .filter_map(|id| corpus.items.iter().find(|i| &i.id == id))
+            .collect();
+        let warmups: Vec<PlannedRequest> = warm_items
             .iter()
             .map(|i| planned(i, &p.manifest))
             .collect::<Result<_, _>>()?;
@@ -238,8 +358,12 @@ impl App {
             limit: ClosedLoopLimit::Once,
             request_deadline: p.deadline,
         };
-        let expected: HashMap<String, FixtureItem> =
-            items.into_iter().map(|i| (i.id.clone(), i)).collect();
+        // Warm-up responses are judged too, and stored apart from the measured ones.
+        let expected: HashMap<String, FixtureItem> = items
+            .into_iter()
+            .chain(warm_items.into_iter().cloned())
+            .map(|i| (i.id.clone(), i))
+            .collect();
         let started = self.begin_run(&p, RunKind::Quality, label, config).await?;
         let run_id = started.run_id;
         let on_event = Mutex::new(on_event);

@@ -83,7 +83,9 @@ pub struct QualityRunInput {
     /// Send only the items of these strata (applied before `limit`).
     #[serde(default)]
     pub only: Option<SegmentFilter>,
-    /// Engine warm-up requests sent first and stored apart from measured ones (default 1).
+    /// Engine warm-up requests sent first and stored apart from measured ones (default 1):
+    /// corpus items outside the measured set, never a measured item (see
+    /// `kvgate_core::warmup::plan_warmup`; recorded in the run's config as `warmup`).
     #[serde(default)]
     pub warmup: Option<u32>,
     /// Requests in flight at once (default 1).
@@ -172,6 +174,10 @@ pub struct RunRequest {
     pub e2e_ms: Option<f64>,
     pub repeat: u32,
     pub warmup: bool,
+    /// The validator's verdict; absent for a request not validated, and for every request while
+    /// the study's results are withheld (`RunDetail::withheld` says so).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional = nullable)]
     pub verdict: Option<Verdict>,
 }
 
@@ -189,10 +195,21 @@ pub struct EvidenceInfo {
 pub struct RunDetail {
     pub run: RunSummary,
     pub requests: Vec<RunRequest>,
+    /// Why the verdicts and their counts are absent, while they are: floors before results.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub withheld: Option<kvgate_core::policy::Withheld>,
     /// Measured requests (warm-up excluded) by verdict; failures are rejected, never skipped.
-    pub accepted: u32,
-    pub rejected: u32,
-    pub unvalidated: u32,
+    /// Absent (not 0) while the study's results are withheld.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub accepted: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub rejected: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub unvalidated: Option<u32>,
     /// The compatibility check against the cell's manifest; `None` only for runs stored
     /// before any check existed.
     pub validity: Option<CellValidity>,
@@ -284,9 +301,11 @@ impl App {
             .collect())
     }
 
-    /// One run with its requests, verdicts and evidence.
+    /// One run with its requests, verdicts and evidence. Until the study's policy is locked the
+    /// verdicts and their counts are left out, and `withheld` says why.
     pub async fn run_detail(&self, run_id: i64) -> Result<RunDetail, AppError> {
         let record = self.store.get_run(run_id).await?;
+        let withheld = self.results_withheld(record.study_id).await?;
         let manifest = self
             .store
             .list_manifests(record.study_id)
@@ -313,7 +332,7 @@ impl App {
                 record: s.record,
                 repeat: s.repeat,
                 warmup: s.warmup,
-                verdict: s.verdict,
+                verdict: s.verdict.filter(|_| withheld.is_none()),
             })
             .collect();
         let (mut accepted, mut rejected, mut unvalidated) = (0, 0, 0);
@@ -324,6 +343,7 @@ impl App {
                 None => unvalidated += 1,
             }
         }
+        let count = |n: u32| withheld.is_none().then_some(n);
         let stored = self.store.run_evidence(run_id).await?;
         let mut validity = None;
         let mut startup = None;
@@ -352,9 +372,10 @@ impl App {
         Ok(RunDetail {
             run,
             requests,
-            accepted,
-            rejected,
-            unvalidated,
+            withheld,
+            accepted: count(accepted),
+            rejected: count(rejected),
+            unvalidated: count(unvalidated),
             validity,
             startup,
             evidence,

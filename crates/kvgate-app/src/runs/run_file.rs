@@ -4,9 +4,15 @@
 use super::*;
 
 impl App {
-    /// The run as a `kvgate-run` JSONL file: header, requests, evidence, scrapes.
+    /// The run as a `kvgate-run` JSONL file: header, requests, evidence, scrapes. It carries the
+    /// verdicts, so it is refused until the study's policy is locked.
     pub async fn export_run(&self, run_id: i64) -> Result<String, AppError> {
         let run = self.store.get_run(run_id).await?;
+        self.require_locked_policy(
+            run.study_id,
+            "no run file is written (it carries the verdicts)",
+        )
+        .await?;
         if run.state == RunState::Running {
             return Err(AppError::new(
                 ErrorCode::Conflict,

@@ -13,6 +13,7 @@ mod review;
 mod runs;
 mod signoff;
 mod studies;
+mod withheld;
 
 use kvgate_app::imports::ImportInput;
 use kvgate_app::{App, DbLocation};

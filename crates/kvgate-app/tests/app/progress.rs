@@ -92,7 +92,7 @@ async fn the_next_step_follows_the_study_from_manifests_to_export() {
     let p = app.study_progress(sid).await.unwrap();
     assert_eq!(
         (p.next, p.disagreements, p.disagreements_labelled),
-        (StudyStep::Review, 3, 0)
+        (StudyStep::Review, Some(3), Some(0))
     );
 
     let queue = app
@@ -118,7 +118,7 @@ async fn the_next_step_follows_the_study_from_manifests_to_export() {
     let p = app.study_progress(sid).await.unwrap();
     assert_eq!(
         (p.next, p.disagreements_labelled, p.checks_signed),
-        (StudyStep::SignOff, 3, 0)
+        (StudyStep::SignOff, Some(3), 0)
     );
 
     app.record_recovery_plan(RecordRecoveryInput {

@@ -76,6 +76,8 @@ async fn study_with_disagreements(dir: &tempfile::TempDir) -> (App, i64, HashMap
             .await
             .unwrap();
     }
+    // Floors before results: the queue is read only under a locked policy.
+    crate::lock_demo_policy(&app, study.id).await;
     let (all, _) = answers(true);
     let (some, answered) = answers(false);
     let b0 = answer_server::start(all).await;
@@ -345,6 +347,7 @@ async fn real_llamacpp_disagreements_are_the_queue() {
         ],
     )
     .await;
+    crate::lock_demo_policy(&app, study_id).await;
     for (cell, file) in [("B0", "qwen-b0-f16"), ("Q8", "qwen-q8-q8_0")] {
         app.import_file(
             kvgate_app::imports::ImportInput {

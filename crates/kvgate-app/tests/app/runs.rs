@@ -14,6 +14,7 @@ fn path(rel: &str) -> String {
     format!("{ROOT}{rel}")
 }
 
+/// B0 and Q8 frozen and the demo policy locked: verdicts are shown only once it is.
 async fn app_with_cells(name: &str) -> (tempfile::TempDir, App, i64) {
     let dir = tempfile::tempdir().unwrap();
     let app = App::open(DbLocation::Path(dir.path().join("ws.sqlite")))
@@ -37,6 +38,7 @@ async fn app_with_cells(name: &str) -> (tempfile::TempDir, App, i64) {
             .await
             .unwrap();
     }
+    crate::lock_demo_policy(&app, study.id).await;
     (dir, app, study.id)
 }
 
@@ -111,8 +113,8 @@ async fn quality_run_stores_every_request_with_its_verdict_and_evidence() {
         .filter(|r| !r.warmup && answered[r.record.item_id.as_deref().unwrap()])
         .count() as u32;
     assert!(expected_accepted > 0 && expected_accepted < 16);
-    assert_eq!(detail.accepted, expected_accepted);
-    assert_eq!(detail.rejected, 16 - expected_accepted);
+    assert_eq!(detail.accepted, Some(expected_accepted));
+    assert_eq!(detail.rejected, Some(16 - expected_accepted));
     for r in detail.requests.iter().filter(|r| !r.warmup) {
         // Latencies come from the record's own rule, measured from actual dispatch.
         assert_eq!(r.ttft_ms, r.record.ttft_ms());
@@ -206,7 +208,7 @@ async fn failed_requests_stay_in_the_run_with_a_rejecting_verdict() {
     assert_eq!(summary.state.as_str(), "completed");
     assert_eq!((summary.ok, summary.failed), (0, 4));
     let detail = app.run_detail(summary.id).await.unwrap();
-    assert_eq!((detail.accepted, detail.rejected), (0, 4));
+    assert_eq!((detail.accepted, detail.rejected), (Some(0), Some(4)));
     for r in detail.requests.iter().filter(|r| !r.warmup) {
         assert_eq!(r.record.http_status, Some(500));
         let v = r.verdict.as_ref().unwrap();
@@ -313,7 +315,7 @@ async fn open_loop_load_run_accounts_for_every_planned_request() {
     assert_eq!(summary.ok + summary.failed, 20);
     let detail = app.run_detail(summary.id).await.unwrap();
     assert_eq!(detail.requests.len(), 20);
-    assert_eq!(detail.accepted + detail.rejected, 20);
+    assert_eq!(detail.accepted.unwrap() + detail.rejected.unwrap(), 20);
     assert_eq!(summary.config["mode"]["open_loop"]["kind"], "constant");
     // No corpus given: the test-2k evaluation corpus generated from the seed, labelled so.
     assert_eq!(summary.config["corpus"]["item_count"], 72);
@@ -447,8 +449,12 @@ async fn cancelled_run_is_stored_labelled_with_every_planned_request() {
         .filter(|r| r.record.dispatch_ms.is_none())
         .count();
     assert!(never_sent >= 14, "{never_sent} never sent");
-    assert_eq!(detail.accepted, 0);
-    assert_eq!(detail.rejected, 16, "failures stay in the denominator");
+    assert_eq!(detail.accepted, Some(0));
+    assert_eq!(
+        detail.rejected,
+        Some(16),
+        "failures stay in the denominator"
+    );
     let err = app.cancel_run(summary.id).unwrap_err();
     assert_eq!(err.code, ErrorCode::NotFound);
 }
@@ -487,4 +493,132 @@ async fn a_quality_run_may_be_limited_to_strata() {
         err.message
     );
     assert_eq!(app.list_runs(sid).await.unwrap().len(), runs_before);
+}
+
+#[tokio::test]
+async fn warm_up_items_are_never_measured_items() {
+    let (_dir, app, sid) = app_with_cells("warm-up").await;
+    let (answers, _) = answers();
+    let server = answer_server::start(answers).await;
+    let mut input = quality(sid, "B0", server.base(), None);
+    input.warmup = Some(3);
+    input.scrape_interval_ms = Some(0);
+    let summary = app.run_quality(&input, |_| {}).await.unwrap();
+    let detail = app.run_detail(summary.id).await.unwrap();
+    let item = |r: &kvgate_app::runs::RunRequest| r.record.item_id.clone().unwrap();
+    let mut warm: Vec<String> = detail
+        .requests
+        .iter()
+        .filter(|r| r.warmup)
+        .map(item)
+        .collect();
+    let measured: std::collections::BTreeSet<String> = detail
+        .requests
+        .iter()
+        .filter(|r| !r.warmup)
+        .map(item)
+        .collect();
+    assert_eq!((warm.len(), measured.len()), (3, 8));
+    for id in &warm {
+        assert!(
+            !measured.contains(id),
+            "{id} was sent to warm up and then measured"
+        );
+    }
+    // The run's config records the warm-up items, as sent.
+    let recorded: Vec<String> =
+        serde_json::from_value(summary.config["warmup"]["items"].clone()).unwrap();
+    assert_eq!(summary.config["warmup"]["requested"], 3);
+    assert!(summary.config["warmup"].get("shortfall").is_none());
+    let mut recorded_sorted = recorded.clone();
+    recorded_sorted.sort();
+    warm.sort();
+    assert_eq!(recorded_sorted, warm);
+    // Warm-up answers are judged, and stored apart from the measured ones.
+    assert!(detail
+        .requests
+        .iter()
+        .filter(|r| r.warmup)
+        .all(|r| r.verdict.is_some()));
+
+    // Every item of the corpus measured: nothing is left to warm up with, so nothing is sent,
+    // and the config says why (a measured item is never used instead).
+    input.limit = None;
+    input.repeats = Some(1);
+    input.warmup = Some(1);
+    let summary = app.run_quality(&input, |_| {}).await.unwrap();
+    let detail = app.run_detail(summary.id).await.unwrap();
+    assert_eq!(detail.requests.iter().filter(|r| r.warmup).count(), 0);
+    assert_eq!(detail.requests.len(), 72);
+    assert_eq!(summary.config["warmup"]["items"], serde_json::json!([]));
+    let why = summary.config["warmup"]["shortfall"].as_str().unwrap();
+    assert!(why.contains("never sent as warm-up"), "{why}");
+}
+
+#[tokio::test]
+async fn cells_run_one_after_another_in_the_seeded_recorded_order() {
+    let (_dir, app, sid) = app_with_cells("series").await;
+    let (answers, _) = answers();
+    let server = answer_server::start(answers).await;
+    let cell = |name: &str| {
+        let mut q = quality(sid, name, server.base(), None);
+        q.repeats = Some(1);
+        q.limit = Some(4);
+        q.warmup = Some(0);
+        q.scrape_interval_ms = Some(0);
+        q
+    };
+    let names = ["B0".to_owned(), "Q8".to_owned()];
+    // A seed whose order is not the order given (Q8 first), and one whose order is.
+    let swapped = (0..100u64)
+        .find(|s| kvgate_core::run::cell_order(&names, *s)[0] == "Q8")
+        .unwrap();
+    let kept = (0..100u64)
+        .find(|s| kvgate_core::run::cell_order(&names, *s)[0] == "B0")
+        .unwrap();
+    for seed in [swapped, kept] {
+        let order = kvgate_core::run::cell_order(&names, seed);
+        let runs = app
+            .run_quality_cells(&[cell("B0"), cell("Q8")], seed, |_| {})
+            .await
+            .unwrap();
+        let cells: Vec<&str> = runs.iter().map(|r| r.cell.as_str()).collect();
+        assert_eq!(cells, order, "seed {seed}");
+        // One after another: the second starts once the first has finished.
+        assert!(runs[0].id < runs[1].id);
+        assert!(runs[0].finished_at.as_deref().unwrap() <= runs[1].started_at.as_str());
+        for (i, r) in runs.iter().enumerate() {
+            assert_eq!(r.state.as_str(), "completed");
+            assert_eq!(
+                r.config["cell_order"],
+                serde_json::json!({"seed": seed, "order": order, "position": i}),
+                "run {} records the order, its seed and its place",
+                r.id
+            );
+        }
+        // The same seed, the cells given the other way round: the same order.
+        let again = app
+            .run_quality_cells(&[cell("Q8"), cell("B0")], seed, |_| {})
+            .await
+            .unwrap();
+        let cells: Vec<&str> = again.iter().map(|r| r.cell.as_str()).collect();
+        assert_eq!(cells, order, "seed {seed}, cells listed the other way");
+    }
+    // A single run records no series.
+    let one = app.run_quality(&cell("B0"), |_| {}).await.unwrap();
+    assert!(one.config.get("cell_order").is_none());
+
+    // Refused before anything is stored or sent: a cell twice, a cell without a manifest.
+    let before = app.list_runs(sid).await.unwrap().len();
+    let err = app
+        .run_quality_cells(&[cell("B0"), cell("B0")], 1, |_| {})
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::InvalidInput, "{}", err.message);
+    let err = app
+        .run_quality_cells(&[cell("B0"), cell("C9")], 1, |_| {})
+        .await
+        .unwrap_err();
+    assert!(err.message.contains("C9"), "{}", err.message);
+    assert_eq!(app.list_runs(sid).await.unwrap().len(), before);
 }

@@ -103,7 +103,7 @@ async fn default_database_is_seeded_once_with_the_labelled_recorded_demo() {
         let measured = detail.requests.iter().filter(|r| !r.warmup).count();
         assert_eq!(measured, 72, "run {}", run.label);
         assert_eq!(
-            (detail.accepted + detail.rejected) as usize,
+            (detail.accepted.unwrap() + detail.rejected.unwrap()) as usize,
             measured,
             "every measured request has a verdict"
         );
@@ -125,6 +125,7 @@ async fn default_database_is_seeded_once_with_the_labelled_recorded_demo() {
     assert_eq!(policy.versions.len(), 1);
     assert_eq!(policy.versions[0].runs_at_lock, 0);
     assert!(!policy.changed_after_results);
+    assert!(!policy.first_lock_after_results, "locked before its runs");
     let analysis = app.analyze(demo.id).await.unwrap();
     assert_eq!(analysis.measured_requests, 144);
     // The demo's point: real disagreements between B0 and Q8 wait for review (B0 right on one

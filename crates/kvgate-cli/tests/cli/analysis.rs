@@ -82,11 +82,19 @@ fn policy_lock_then_analyze_prints_one_json_document() {
         "{}",
         stdout(&out)
     );
+    // A first lock made once results existed is marked so, like a change after results.
+    assert!(
+        stdout(&out).contains("FIRST LOCKED AFTER RESULTS EXISTED"),
+        "{}",
+        stdout(&out)
+    );
 
     let out = kvgate(&db, &["analyze", "--study", "cpu", "--json"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["policy_sha256"], sha.as_str());
+    assert_eq!(v["policy_first_lock_after_results"], true);
+    assert_eq!(v["policy_changed_after_results"], false);
     let cells = v["cells"].as_array().unwrap();
     assert_eq!(cells.len(), 2);
     for c in cells {

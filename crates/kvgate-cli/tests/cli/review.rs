@@ -23,6 +23,7 @@ fn label_pairs_then_verify_and_detect_an_outside_edit() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("ws.sqlite");
     cpu_study(&db);
+    // Floors before results: the queue is listed only under a locked policy.
     lock_demo_policy(&db);
     import_demo_runs(&db);
     // The recorded SmolLM2 answers are rejected on both sides: no disagreement, so ask for

@@ -11,6 +11,8 @@ fn study_with_cells(db: &Path) {
         let out = kvgate(db, &["manifest", "freeze", "--study", "cpu", &path]);
         assert!(out.status.success(), "{}", stderr(&out));
     }
+    // Verdicts are shown, and runs exported, only under a locked policy.
+    crate::lock_demo_policy(db);
 }
 
 #[test]
@@ -107,4 +109,233 @@ fn quality_run_against_a_dead_endpoint_records_every_failure() {
         "progress is shown: {}",
         stderr(&out)
     );
+}
+
+/// Every key of a JSON value, at any depth, that carries a result.
+fn result_keys(v: &serde_json::Value, out: &mut Vec<String>) {
+    match v {
+        serde_json::Value::Object(map) => {
+            for (k, x) in map {
+                if ["verdict", "accepted", "rejected", "unvalidated"].contains(&k.as_str()) {
+                    out.push(k.clone());
+                }
+                result_keys(x, out);
+            }
+        }
+        serde_json::Value::Array(xs) => xs.iter().for_each(|x| result_keys(x, out)),
+        _ => {}
+    }
+}
+
+#[test]
+fn before_the_lock_runs_carry_no_verdicts_and_the_queue_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("ws.sqlite");
+    crate::cpu_study(&db);
+    crate::import_demo_runs(&db);
+
+    let out = kvgate(&db, &["run", "list", "--study", "cpu", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let runs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut found = Vec::new();
+    result_keys(&runs, &mut found);
+    assert_eq!(found, Vec::<String>::new());
+    let id = runs[0]["id"].to_string();
+
+    // `run show --json`: no verdict and no count, the keys absent (not 0, not null).
+    let out = kvgate(&db, &["run", "show", &id, "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let detail: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut found = Vec::new();
+    result_keys(&detail, &mut found);
+    assert_eq!(found, Vec::<String>::new(), "{detail}");
+    assert_eq!(detail["withheld"], "policy_not_locked");
+    assert!(!detail["requests"].as_array().unwrap().is_empty());
+    let out = kvgate(&db, &["run", "show", &id]);
+    assert!(
+        stdout(&out).contains("verdicts withheld (policy_not_locked)"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(!stdout(&out).contains("accepted"), "{}", stdout(&out));
+
+    // `review list` exits 1 naming the reason; a label and a run file are refused the same way.
+    let out = kvgate(&db, &["review", "list", "--study", "cpu"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout(&out).is_empty(), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("policy_not_locked"),
+        "{}",
+        stderr(&out)
+    );
+    let out = kvgate(
+        &db,
+        &[
+            "review",
+            "label",
+            "--pair",
+            "1:Q8/evaluation-7-en-short-begin-literal-present-000",
+            "--label",
+            "both_acceptable",
+            "--by",
+            "reviewer",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("policy_not_locked"),
+        "{}",
+        stderr(&out)
+    );
+    let file = dir.path().join("run.jsonl");
+    let out = kvgate(
+        &db,
+        &["run", "export", &id, "--out", file.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("policy_not_locked"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!file.exists(), "nothing written");
+    let out = kvgate(&db, &["study", "progress", "cpu", "--json"]);
+    let progress: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(progress.get("disagreements").is_none(), "{progress}");
+    assert!(
+        progress.get("disagreements_labelled").is_none(),
+        "{progress}"
+    );
+
+    // Locked: the verdicts are there, and the late first lock is on record.
+    crate::lock_demo_policy(&db);
+    let out = kvgate(&db, &["run", "show", &id, "--json"]);
+    let detail: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(detail.get("withheld").is_none());
+    let counted = ["accepted", "rejected", "unvalidated"]
+        .iter()
+        .map(|k| detail[*k].as_u64().unwrap())
+        .sum::<u64>();
+    assert_eq!(counted, 24);
+    let out = kvgate(&db, &["review", "list", "--study", "cpu"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = kvgate(&db, &["policy", "show", "--study", "cpu"]);
+    assert!(
+        stdout(&out).contains("FIRST LOCKED AFTER RESULTS EXISTED"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+/// `run quality --cells` against a port nothing listens on: every request fails quickly, and
+/// the runs are stored in the recorded order.
+fn series(db: &Path, seed: &str, cells: &str) -> Vec<serde_json::Value> {
+    let corpus = format!("{ROOT}fixtures/demo/corpus");
+    let args = [
+        "run",
+        "quality",
+        "--study",
+        "cpu",
+        "--cells",
+        cells,
+        "--endpoint",
+        "B0=http://127.0.0.1:9",
+        "--endpoint",
+        "Q8=http://127.0.0.1:9/v1",
+        "--corpus",
+        &corpus,
+        "--limit",
+        "2",
+        "--warmup",
+        "1",
+        "--scrape-interval-ms",
+        "0",
+        "--seed",
+        seed,
+        "--json",
+    ];
+    let out = kvgate(db, &args);
+    // No startup log: the cells are not shown valid, so exit 2, every run stored.
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let runs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    runs.as_array().unwrap().clone()
+}
+
+#[test]
+fn several_cells_run_one_after_another_in_a_seeded_recorded_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("ws.sqlite");
+    study_with_cells(&db);
+    let names = ["B0".to_owned(), "Q8".to_owned()];
+    let mut firsts = std::collections::BTreeSet::new();
+    for seed in 1..=6u64 {
+        let order = kvgate_app::domain::run::cell_order(&names, seed);
+        let runs = series(&db, &seed.to_string(), "B0,Q8");
+        let cells: Vec<&str> = runs
+            .iter()
+            .map(|r| r["run"]["cell"].as_str().unwrap())
+            .collect();
+        assert_eq!(cells, order, "seed {seed}");
+        for (i, r) in runs.iter().enumerate() {
+            assert_eq!(
+                r["run"]["config"]["cell_order"],
+                serde_json::json!({"seed": seed, "order": order, "position": i})
+            );
+            // The warm-up item is recorded, and is not one of the measured items.
+            let warm = r["run"]["config"]["warmup"]["items"].as_array().unwrap();
+            assert_eq!(warm.len(), 1);
+            let selected = r["run"]["config"]["corpus"]["selected"].as_array().unwrap();
+            assert!(!selected.contains(&warm[0]), "{warm:?} in {selected:?}");
+        }
+        // The same seed with the cells listed the other way: the same order.
+        let again = series(&db, &seed.to_string(), "Q8,B0");
+        let cells_again: Vec<&str> = again
+            .iter()
+            .map(|r| r["run"]["cell"].as_str().unwrap())
+            .collect();
+        assert_eq!(cells_again, cells, "seed {seed}");
+        firsts.insert(cells[0].to_owned());
+    }
+    assert_eq!(
+        firsts.len(),
+        2,
+        "over six seeds, each cell ran first at least once"
+    );
+
+    // What is refused, before anything is sent or stored.
+    let corpus = format!("{ROOT}fixtures/demo/corpus");
+    let before = kvgate(&db, &["run", "list", "--study", "cpu", "--json"]);
+    for (args, says) in [
+        (
+            vec!["--cells", "B0,Q8", "--endpoint", "http://127.0.0.1:9"],
+            "expected CELL=VALUE with --cells",
+        ),
+        (
+            vec!["--cells", "B0,Q8", "--endpoint", "B0=http://127.0.0.1:9"],
+            "found none for Q8",
+        ),
+        (
+            vec![
+                "--cells",
+                "B0,Q8",
+                "--endpoint",
+                "B0=http://127.0.0.1:9",
+                "--endpoint",
+                "C1=http://127.0.0.1:9",
+            ],
+            "expected one of the cells B0, Q8, found C1",
+        ),
+        (
+            vec!["--cells", "B0,B0", "--endpoint", "B0=http://127.0.0.1:9"],
+            "expected each cell once",
+        ),
+    ] {
+        let mut all = vec!["run", "quality", "--study", "cpu", "--corpus", &corpus];
+        all.extend(args);
+        let out = kvgate(&db, &all);
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        assert!(stderr(&out).contains(says), "{}", stderr(&out));
+    }
+    let after = kvgate(&db, &["run", "list", "--study", "cpu", "--json"]);
+    assert_eq!(before.stdout, after.stdout, "nothing stored");
 }

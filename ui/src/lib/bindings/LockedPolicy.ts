@@ -24,4 +24,9 @@ runs_at_lock: number,
 /**
  * True when this version replaced an earlier one after results existed: shown permanently.
  */
-changed_after_results: boolean, };
+changed_after_results: boolean, 
+/**
+ * True when this is the first version and results existed when it was locked: its floors
+ * may have been set after results could be read. Shown permanently, as a change is.
+ */
+first_lock_after_results: boolean, };

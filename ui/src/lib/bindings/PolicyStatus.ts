@@ -12,4 +12,8 @@ current: LockedPolicy | null, versions: Array<LockedPolicy>,
 /**
  * True when any version replaced another after results existed; shown permanently.
  */
-changed_after_results: boolean, };
+changed_after_results: boolean, 
+/**
+ * True when the first version was locked after results existed; shown permanently.
+ */
+first_lock_after_results: boolean, };

@@ -7,4 +7,14 @@ import type { QualityCell } from "./QualityCell";
  * Check 2: per cell the paired rows and floors under the locked policy, the noise floor and the
  * reviewers' labels.
  */
-export type QualityEvidence = { policy_sha256: string, cells: Array<QualityCell>, noise_floor: NoiseFloor | null, adjudications: Array<AdjudicationEvidence>, };
+export type QualityEvidence = { policy_sha256: string, cells: Array<QualityCell>, noise_floor: NoiseFloor | null, adjudications: Array<AdjudicationEvidence>, 
+/**
+ * The policy was changed after results existed; omitted when it was not, so signatures
+ * made before this was recorded hold.
+ */
+policy_changed_after_results?: boolean, 
+/**
+ * The policy was first locked after results existed: its floors were not set before
+ * results could be read. Omitted when it was not.
+ */
+policy_first_lock_after_results?: boolean, };

@@ -26,7 +26,9 @@ limit?: number,
  */
 only?: SegmentFilter, 
 /**
- * Engine warm-up requests sent first and stored apart from measured ones (default 1).
+ * Engine warm-up requests sent first and stored apart from measured ones (default 1):
+ * corpus items outside the measured set, never a measured item (see
+ * `kvgate_core::warmup::plan_warmup`; recorded in the run's config as `warmup`).
  */
 warmup?: number, 
 /**

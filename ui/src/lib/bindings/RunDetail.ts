@@ -7,15 +7,21 @@ import type { MetricSummary } from "./MetricSummary";
 import type { RunRequest } from "./RunRequest";
 import type { RunSummary } from "./RunSummary";
 import type { StartupEvidence } from "./StartupEvidence";
+import type { Withheld } from "./Withheld";
 
 /**
  * A run with everything it recorded.
  */
 export type RunDetail = { run: RunSummary, requests: Array<RunRequest>, 
 /**
- * Measured requests (warm-up excluded) by verdict; failures are rejected, never skipped.
+ * Why the verdicts and their counts are absent, while they are: floors before results.
  */
-accepted: number, rejected: number, unvalidated: number, 
+withheld?: Withheld, 
+/**
+ * Measured requests (warm-up excluded) by verdict; failures are rejected, never skipped.
+ * Absent (not 0) while the study's results are withheld.
+ */
+accepted?: number, rejected?: number, unvalidated?: number, 
 /**
  * The compatibility check against the cell's manifest; `None` only for runs stored
  * before any check existed.

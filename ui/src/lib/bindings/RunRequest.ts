@@ -15,4 +15,9 @@ ttft_ms: number | null,
  * End-to-end latency from actual dispatch (`RequestRecord::e2e_ms`); absent for a request
  * that never ended or was never sent.
  */
-e2e_ms: number | null, repeat: number, warmup: boolean, verdict: Verdict | null, };
+e2e_ms: number | null, repeat: number, warmup: boolean, 
+/**
+ * The validator's verdict; absent for a request not validated, and for every request while
+ * the study's results are withheld (`RunDetail::withheld` says so).
+ */
+verdict?: Verdict | null, };

@@ -13,6 +13,10 @@ export type StudyAnalysis = { study_id: number, study_name: string, provenance: 
  */
 provenance_label: string, policy_version: number, policy_sha256: string, policy_locked_at: string, policy_locked_by: string, policy_changed_after_results: boolean, 
 /**
+ * The study's first policy version was locked after results existed.
+ */
+policy_first_lock_after_results: boolean, 
+/**
  * Measured requests read.
  */
 measured_requests: number, 

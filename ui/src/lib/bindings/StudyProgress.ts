@@ -30,13 +30,14 @@ cells_with_runs: number,
  */
 baseline_has_runs: boolean, 
 /**
- * Paired disagreements of every candidate.
+ * Paired disagreements of every candidate; absent (not 0) until a policy is locked, since
+ * a disagreement is a result.
  */
-disagreements: number, 
+disagreements?: number, 
 /**
- * Disagreements that carry a reviewer's label.
+ * Disagreements that carry a reviewer's label; absent until a policy is locked.
  */
-disagreements_labelled: number, 
+disagreements_labelled?: number, 
 /**
  * Checks whose signature covers the current evidence (of four); void ones do not count.
  */
