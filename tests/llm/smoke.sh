@@ -151,6 +151,37 @@ EOF
 }
 check "corpus token counts equal llama.cpp's own tokenizer" tokens_ok
 
+series_ok() { # series_ok: `kvgate run quality --cells` runs B0 (f16) and Q8 (q8_0) in a seeded, recorded order
+  [ -n "${url[f16]:-}" ] && [ -n "${url[q8_0]:-}" ] || return 1
+  local kg=(${KVGATE_BIN:-cargo run -q -p kvgate-cli --}) db="$dir/series.sqlite"
+  "${kg[@]}" --db "$db" study create series >/dev/null || return 1
+  local m
+  for m in smollm2-135m-cpu-b0 smollm2-135m-cpu-q8; do
+    "${kg[@]}" --db "$db" manifest freeze --study series "fixtures/manifests/$m.json" >/dev/null || return 1
+  done
+  "${kg[@]}" --db "$db" policy lock --study series --file fixtures/policies/demo-cpu.json --by smoke >/dev/null || return 1
+  "${kg[@]}" --db "$db" run quality --study series --cells B0,Q8 \
+    --endpoint "B0=${url[f16]}" --endpoint "Q8=${url[q8_0]}" \
+    --startup-log "B0=$dir/f16.log" --startup-log "Q8=$dir/q8_0.log" \
+    --corpus fixtures/demo/corpus --limit 2 --warmup 1 --seed 5 --json >"$dir/series.json" 2>"$dir/series.err" \
+    || { cat "$dir/series.err" >&2; return 1; }
+  "$PY" - "$dir/series.json" <<'EOF'
+import json, sys
+runs = json.load(open(sys.argv[1]))
+order = [r["run"]["cell"] for r in runs]
+assert sorted(order) == ["B0", "Q8"], order
+for i, r in enumerate(runs):
+    c = r["run"]["config"]
+    assert c["cell_order"] == {"seed": 5, "order": order, "position": i}, c["cell_order"]
+    assert r["run"]["state"] == "completed" and r["validity"]["valid"], (r["run"]["state"], r["validity"])
+    warm = c["warmup"]["items"]
+    assert len(warm) == 1 and warm[0] not in c["corpus"]["selected"], (warm, c["corpus"]["selected"])
+    assert r["accepted"] + r["rejected"] + r["unvalidated"] == 2, r
+print(f"  series order (seed 5): {' -> '.join(order)}; warm-up items outside the measured ones")
+EOF
+}
+check "both cells in one seeded, recorded order (kvgate run quality --cells)" series_ok
+
 for kv in f16 q8_0; do
   stop_server "$kv"
   check "$kv server exits 0 on SIGTERM (rc=$stop_rc)" test "$stop_rc" = 0

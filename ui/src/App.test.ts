@@ -73,7 +73,7 @@ beforeEach(() => {
   ipcMock.localServers.mockResolvedValue([]);
   ipcMock.onRunProgress.mockResolvedValue(() => {});
   ipcMock.listImports.mockResolvedValue([]);
-  ipcMock.policyStatus.mockResolvedValue({ study_id: study.id, current: null, versions: [], changed_after_results: false });
+  ipcMock.policyStatus.mockResolvedValue({ study_id: study.id, current: null, versions: [], changed_after_results: false, first_lock_after_results: false });
   ipcMock.checkPolicy.mockResolvedValue([]);
   ipcMock.analyzeStudy.mockRejectedValue({
     code: 'policy_not_locked',

@@ -79,12 +79,16 @@ export const journeys = [
       assert(status.current.sha256 === shownSha, `window sha ${shownSha}, store ${status.current.sha256}`);
       assert(status.current.locked_by === 'service owner' && status.current.version === 1, JSON.stringify(status.current));
       assert(status.current.changed_after_results === false, 'a first lock is not a change');
+      // The runs were there before the lock: the first lock is marked so, for good.
+      assert(status.current.first_lock_after_results === true, 'a first lock after results is marked so');
 
       // Results: each cell, the same numbers as the CLI.
       const cli = JSON.parse(ctx.kvgate(['--db', db, 'analyze', '--study', STUDY, '--json']));
       await s.click('[data-testid="nav-results"]');
       await s.click('[data-testid="results-refresh"]').catch(() => {});
       await waitUntil(() => s.findAll('[data-testid="cell-card"]'), (cards) => cards.length === 2, 'two cell cards');
+      const late = await s.text('[data-testid="results-first-lock-after-results"]');
+      assert(late.includes('first locked after results'), `the late first lock is shown: ${late}`);
       const policyText = await s.text('[data-testid="results-policy"]');
       assert(policyText.includes(shownSha), `the results name the policy: ${policyText}`);
       const label = await s.text('[data-testid="results-provenance-label"]').catch(() => '');

@@ -6,7 +6,7 @@
 // servers busy a request takes 10–90 s (the recorded demo runs: ~24 s f16, ~44 s q8_0 on
 // average), so the runs send few items (plus one warm-up request) — now 4 and the waits are long.
 
-import { assert, waitUntil, valueOf, choose } from '../helpers.mjs';
+import { assert, waitUntil, valueOf, choose, recordedStudy } from '../helpers.mjs';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -117,7 +117,81 @@ async function checkDetail(s, run, kv) {
   assert(detail.evidence.includes('startup_log'), `run ${run.id} evidence ${JSON.stringify(detail.evidence)}`);
 }
 
+/** What the open run detail shows of its verdicts. */
+function verdictsShown(s) {
+  return s.script(
+    'const q = (t) => document.querySelector(`[data-testid="run-detail"] [data-testid="${t}"]`);' +
+      'return {' +
+      '  withheld: q("run-verdicts-withheld")?.textContent.replace(/\\s+/g, " ").trim() ?? null,' +
+      '  link: q("run-verdicts-go-policy")?.getAttribute("href") ?? null,' +
+      '  accepted: q("run-verdict-accepted")?.textContent.trim() ?? null,' +
+      '  rowVerdicts: [...document.querySelectorAll(\'[data-testid="run-detail"] [data-testid="run-request-verdict"]\')].length,' +
+      '  rowsWithheld: [...document.querySelectorAll(\'[data-testid="run-detail"] [data-testid="run-request-verdict-withheld"]\')].length,' +
+      '};',
+  );
+}
+
+async function openFirstRun(s) {
+  await waitUntil(() => s.findAll('[data-testid="run-row"]'), (rows) => rows.length === 2, 'the two recorded runs listed', 15000);
+  await s.click('[data-testid="run-row"] [data-testid="run-row-open"]');
+  await s.waitFor('[data-testid="run-detail"]', { timeoutMs: 30000 });
+}
+
 export const journeys = [
+  {
+    name: 'runs and review before the policy is locked: no verdict, count or queue, the reason in words with a link to the policy',
+    async run(ctx) {
+      const db = ctx.db('withheld');
+      const study = 'Recorded, not yet locked';
+      recordedStudy(ctx, db, study);
+      const s = await ctx.launch(['--db', db]);
+      await s.waitForTexts('[data-testid="study-row"] [data-testid="study-row-name"]', (t) => t.includes(study));
+      await s.click('[data-testid="study-open"]');
+      await s.waitForTexts('[data-testid="current-study"]', (t) => t[0] === study);
+      // The study's progress: disagreements are a result, so they are withheld, not 0.
+      const review = await waitUntil(
+        () => s.script('return document.querySelector(\'[data-testid="first-step"][data-step="review"]\')?.textContent.replace(/\\s+/g, " ").trim() ?? null;'),
+        (t) => t !== null && t.includes('withheld'),
+        'the review step of the progress',
+      );
+      assert(review.includes('withheld until the policy is locked'), `review step: ${review}`);
+
+      await s.click('[data-testid="nav-runs"]');
+      await s.waitFor('[data-testid="screen-runs"]');
+      await openFirstRun(s);
+      const before = await waitUntil(() => verdictsShown(s), (v) => v.withheld !== null, 'the verdicts withheld in the run detail');
+      assert(before.withheld.includes('Verdicts are withheld until the acceptance policy is locked'), `run detail: ${before.withheld}`);
+      assert(before.link === '#/policy', `link to the policy: ${before.link}`);
+      assert(before.accepted === null && before.rowVerdicts === 0, `no verdict or count shown: ${JSON.stringify(before)}`);
+      assert(before.rowsWithheld > 0, `each request says its verdict is withheld: ${JSON.stringify(before)}`);
+      await ctx.screenshot(s, 'runs-verdicts-withheld');
+
+      await s.click('[data-testid="nav-review"]');
+      await s.waitFor('[data-testid="screen-review"]');
+      const refusal = await s.waitFor('[data-testid="review-policy-not-locked"]', { timeoutMs: 30000 }).then(() =>
+        s.text('[data-testid="review-policy-not-locked"]'),
+      );
+      assert(refusal.includes('waits for a locked acceptance policy') && refusal.includes('policy_not_locked'), `review: ${refusal}`);
+      assert((await s.findAll('[data-testid="review-pair-row"]')).length === 0, 'no pair listed');
+      await ctx.screenshot(s, 'review-policy-not-locked');
+      // The link goes to the policy.
+      await s.click('[data-testid="review-go-policy"]');
+      await s.waitFor('[data-testid="screen-policy"]');
+
+      // Locked now (after the results existed): the verdicts are shown, and the late lock is marked.
+      ctx.kvgate(['--db', db, 'policy', 'lock', '--study', study, '--file', resolve(root, 'fixtures/policies/demo-cpu.json'), '--by', 'owner']);
+      await s.click('[data-testid="nav-runs"]');
+      await s.waitFor('[data-testid="screen-runs"]');
+      await openFirstRun(s);
+      const after = await waitUntil(() => verdictsShown(s), (v) => v.accepted !== null, 'the verdict counts once locked', 15000);
+      assert(after.withheld === null && after.rowVerdicts > 0, `verdicts shown once locked: ${JSON.stringify(after)}`);
+      await s.click('[data-testid="nav-policy"]');
+      await s.waitFor('[data-testid="policy-first-lock-after-results"]', { timeoutMs: 15000 });
+      await ctx.screenshot(s, 'policy-first-lock-after-results');
+      await s.click('[data-testid="nav-results"]');
+      await s.waitFor('[data-testid="results-first-lock-after-results"]', { timeoutMs: 60000 });
+    },
+  },
   {
     name: 'start f16 and q8_0 llama.cpp servers, run B0 and Q8 on them, read the KV evidence, stop both',
     async run(ctx) {
@@ -127,6 +201,8 @@ export const journeys = [
       for (const path of Object.values(MANIFESTS)) {
         ctx.kvgate(['--db', db, 'manifest', 'freeze', '--study', STUDY, resolve(root, path)]);
       }
+      // Floors before results: the policy is locked before the runs, so their verdicts are shown.
+      ctx.kvgate(['--db', db, 'policy', 'lock', '--study', STUDY, '--file', resolve(root, 'fixtures/policies/demo-cpu.json'), '--by', 'owner']);
       ctx.kvgate(['--db', db, 'fixtures', 'generate', '--seed', '7', '--preset', 'test-2k', '--out', corpus, '--per-stratum', '1']);
 
       const s = await ctx.launch(['--db', db]);

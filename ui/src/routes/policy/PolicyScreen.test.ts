@@ -31,6 +31,7 @@ function locked(version: number, patch: Partial<LockedPolicy> = {}): LockedPolic
     locked_by: 'Ada',
     runs_at_lock: version === 1 ? 0 : 3,
     changed_after_results: false,
+    first_lock_after_results: false,
     ...patch,
   };
 }
@@ -41,6 +42,7 @@ function status(versions: LockedPolicy[]): PolicyStatus {
     current: versions[versions.length - 1] ?? null,
     versions,
     changed_after_results: versions.some((v) => v.changed_after_results),
+    first_lock_after_results: versions.some((v) => v.first_lock_after_results),
   };
 }
 
@@ -80,6 +82,21 @@ describe('Policy screen', () => {
     expect(screen.getByTestId('policy-changed-after-results').textContent).toContain('version 2 was locked after results existed');
     expect(screen.getAllByTestId('policy-version-row').map((r) => r.dataset['version'])).toEqual(['2', '1']);
     expect(screen.getByTestId('policy-summary').dataset['version']).toBe('2');
+  });
+
+  it('marks a first lock made after results existed, for good, beside the version', async () => {
+    ipcMock.policyStatus.mockResolvedValue(status([locked(1, { runs_at_lock: 2, first_lock_after_results: true })]));
+    setup();
+    expect((await screen.findByTestId('policy-first-lock-after-results')).textContent).toContain('First locked after results');
+    expect(screen.queryByTestId('policy-changed-after-results')).toBeNull();
+    expect(screen.getByTestId('policy-version-row').textContent).toContain('first locked after results');
+  });
+
+  it('shows no first-lock mark for a policy locked before results', async () => {
+    ipcMock.policyStatus.mockResolvedValue(status([locked(1)]));
+    setup();
+    await screen.findByTestId('policy-current-version');
+    expect(screen.queryByTestId('policy-first-lock-after-results')).toBeNull();
   });
 
   it('shows a locked policy as a read-only summary, not a live form', async () => {

@@ -53,6 +53,14 @@ describe('Results screen', () => {
     expect(screen.queryByTestId('results-header')).toBeNull();
   });
 
+  it('marks a policy first locked after results existed', async () => {
+    ipcMock.studyResults.mockResolvedValue(resultsOf({ policy_first_lock_after_results: true }));
+    setup();
+    expect((await screen.findByTestId('results-first-lock-after-results')).textContent).toContain(
+      'Policy first locked after results',
+    );
+  });
+
   it('labels the data and shows the policy, the request count and the noise floor in the header', async () => {
     ipcMock.studyResults.mockResolvedValue(resultsOf({ policy_changed_after_results: true }));
     setup();
@@ -63,6 +71,7 @@ describe('Results screen', () => {
     expect(screen.getByTestId('results-measured').textContent).toBe('120');
     expect(screen.getByTestId('results-noise-floor').textContent).toBe('flip rate 5.0% (n = 40, b = 1, c = 1)');
     expect(screen.getByTestId('results-changed-after-results').textContent).toContain('Policy changed after results');
+    expect(screen.queryByTestId('results-first-lock-after-results')).toBeNull();
     // Every cell card carries the label too; every chart is the backend's drawing, which says it
     // inside the image (exports keep it).
     for (const card of screen.getAllByTestId('cell-card')) {

@@ -197,6 +197,7 @@ export function analysis(patch: Partial<StudyAnalysis> = {}): StudyAnalysis {
     policy_locked_at: '2026-03-04T10:00:00Z',
     policy_locked_by: 'Service Owner',
     policy_changed_after_results: false,
+    policy_first_lock_after_results: false,
     measured_requests: 120,
     adjudicated_labels: 0,
     adjudicated: {},

@@ -445,6 +445,44 @@ describe('Runs screen', () => {
     expect([...counter.querySelectorAll('td')].map((td) => td.textContent)).toEqual(['generation_tokens_total', '120', '10', '130', '0']);
   });
 
+  it('says in words why the verdicts are withheld before the policy is locked, with a link to it', async () => {
+    ipcMock.listRuns.mockResolvedValue([summary(5, 'completed')]);
+    const base = detail();
+    const { accepted: _a, rejected: _r, unvalidated: _u, ...rest } = base;
+    ipcMock.runDetail.mockResolvedValue({
+      ...rest,
+      withheld: 'policy_not_locked',
+      requests: base.requests.map(({ verdict: _v, ...r }) => r),
+    });
+    setup();
+    await fireEvent.click(await screen.findByTestId('run-row-open'));
+    const panel = await screen.findByTestId('run-detail');
+    const why = within(panel).getByTestId('run-verdicts-withheld');
+    expect(why.textContent).toContain('Verdicts are withheld until the acceptance policy is locked');
+    expect(within(panel).getByTestId('run-verdicts-go-policy').getAttribute('href')).toBe('#/policy');
+    expect(within(panel).queryByTestId('run-verdict-accepted')).toBeNull();
+    expect(within(panel).queryByTestId('run-request-verdict')).toBeNull();
+    expect(within(panel).getByTestId('run-request-verdict-withheld').textContent).toBe('withheld');
+  });
+
+  it('lists the warm-up items and the place in a series of cells a run recorded', async () => {
+    const run = summary(5, 'completed', {
+      config: {
+        warmup: { requested: 2, items: ['eval-de-long-end-numeric-3'], shortfall: '2 asked for, 1 outside the measured set' },
+        cell_order: { seed: 5, order: ['Q8', 'B0'], position: 1 },
+      },
+    });
+    ipcMock.listRuns.mockResolvedValue([run]);
+    ipcMock.runDetail.mockResolvedValue(detail({ run }));
+    setup();
+    await fireEvent.click(await screen.findByTestId('run-row-open'));
+    const panel = await screen.findByTestId('run-detail');
+    expect(within(panel).getByTestId('run-detail-warmup').textContent).toContain('1 item outside the measured set');
+    expect(within(panel).getByTestId('run-detail-warmup').textContent).toContain('eval-de-long-end-numeric-3');
+    expect(within(panel).getByTestId('run-detail-warmup-shortfall').textContent).toContain('2 asked for');
+    expect(within(panel).getByTestId('run-detail-cell-order').textContent).toContain('Q8 → B0 (seed 5); this run 2 of 2');
+  });
+
   it('flags a run sent another corpus than its manifest froze, and says none for the others', async () => {
     ipcMock.listRuns.mockResolvedValue([summary(5, 'completed')]);
     ipcMock.runDetail.mockResolvedValue(

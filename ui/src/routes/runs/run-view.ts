@@ -3,12 +3,14 @@
 
 import { formatCount, formatDuration, formatMiB } from '$lib/format';
 import type { AppError } from '$lib/bindings/AppError';
+import type { CellOrder } from '$lib/bindings/CellOrder';
 import type { QualityRunInput } from '$lib/bindings/QualityRunInput';
 import type { RunEvent } from '$lib/bindings/RunEvent';
 import type { RunPhase } from '$lib/bindings/RunPhase';
 import type { RunProgress } from '$lib/bindings/RunProgress';
 import type { StartupEvidence } from '$lib/bindings/StartupEvidence';
 import type { StoredManifest } from '$lib/bindings/StoredManifest';
+import type { WarmupPlan } from '$lib/bindings/WarmupPlan';
 
 /** The latest progress report of each run, by run id. */
 export type ProgressByRun = Readonly<Record<number, RunEvent>>;
@@ -139,6 +141,25 @@ export function configBaseUrl(config: Readonly<Record<string, unknown>>): string
   if (typeof endpoint !== 'object' || endpoint === null) return null;
   const url = (endpoint as Record<string, unknown>)['base_url'];
   return typeof url === 'string' ? url : null;
+}
+
+/** The warm-up a quality run recorded (`warmup` in its config): items outside the measured set.
+ * Null for runs that recorded only a count (before warm-up items were kept apart) or none. */
+export function configWarmup(config: Readonly<Record<string, unknown>>): WarmupPlan | null {
+  const w = config['warmup'];
+  if (typeof w !== 'object' || w === null) return null;
+  const plan = w as Record<string, unknown>;
+  if (!Array.isArray(plan['items']) || typeof plan['requested'] !== 'number') return null;
+  return w as WarmupPlan;
+}
+
+/** Where a run stood in a series of cells run one after another (`cell_order` in its config). */
+export function configCellOrder(config: Readonly<Record<string, unknown>>): CellOrder | null {
+  const c = config['cell_order'];
+  if (typeof c !== 'object' || c === null) return null;
+  const place = c as Record<string, unknown>;
+  if (!Array.isArray(place['order']) || typeof place['position'] !== 'number') return null;
+  return c as CellOrder;
 }
 
 /** The first characters of a digest, for a table cell; the full digest goes in its title. */

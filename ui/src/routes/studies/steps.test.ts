@@ -41,6 +41,11 @@ describe('first steps', () => {
     expect(stepStatus('review', { ...progress, disagreements: 0, disagreements_labelled: 0 })).toBe(
       'no disagreement to review',
     );
+    // Before the lock the counts are absent, never 0: the step says they are withheld.
+    const beforeLock: StudyProgress = { ...progress, policy_version: null };
+    delete beforeLock.disagreements;
+    delete beforeLock.disagreements_labelled;
+    expect(stepStatus('review', beforeLock)).toBe('withheld until the policy is locked');
     expect(stepStatus('sign_off', progress)).toBe('0 of 4 checks signed · 0 of 1 candidate decided');
   });
 });

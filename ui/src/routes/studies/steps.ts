@@ -77,6 +77,10 @@ export function stepStatus(step: StudyStep, p: StudyProgress): string {
         ? 'no run yet'
         : `${plural(p.cells_with_runs, 'cell', 'cells')} with runs${p.baseline_has_runs ? '' : ', none of B0'}`;
     case 'review':
+      // Absent until the policy is locked: a disagreement is a result.
+      if (p.disagreements === undefined || p.disagreements_labelled === undefined) {
+        return 'withheld until the policy is locked';
+      }
       return p.disagreements === 0
         ? 'no disagreement to review'
         : `${formatCount(p.disagreements_labelled)} of ${plural(p.disagreements, 'disagreement', 'disagreements')} labelled`;
