@@ -431,8 +431,18 @@ fn import_sniff_preview_commit_list_and_refuse_a_second_time() {
     let err = invoke(&h, "sniff_import_format", json!({"path": "/no/such/file"})).unwrap_err();
     assert_eq!(err["code"], "invalid_input");
 
-    // The run saved through the save dialog: its kvgate-run file, under the suggested name.
+    // The run saved through the save dialog: its kvgate-run file, under the suggested name. It
+    // carries the verdicts, so it is refused until the study's policy is locked.
     let run_id = runs[0]["id"].as_i64().unwrap();
+    let refused = invoke(&h, "export_run_file", json!({"runId": run_id})).unwrap_err();
+    assert_eq!(refused["code"], "policy_not_locked");
+    let policy = include_str!("../../../fixtures/policies/demo-cpu.json");
+    invoke(
+        &h,
+        "lock_policy",
+        json!({"input": {"study_id": study["id"], "policy_json": policy, "locked_by": "owner"}}),
+    )
+    .unwrap();
     let saved = invoke(&h, "export_run_file", json!({"runId": run_id})).unwrap();
     let path = h.saved.join(format!("run-{run_id}-b0.kvgate-run.jsonl"));
     assert_eq!(saved["path"], path.display().to_string());
