@@ -49,6 +49,7 @@ fn main() {
         "checklist",
         "sign_check",
         "decide",
+        "record_intervention",
         "check_recovery_plan",
         "record_recovery_plan",
         "recovery_status",

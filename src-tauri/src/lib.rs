@@ -107,6 +107,7 @@ pub fn build_app_with<R: Runtime>(
             commands::review::checklist,
             commands::review::sign_check,
             commands::review::decide,
+            commands::review::record_intervention,
             commands::review::check_recovery_plan,
             commands::review::record_recovery_plan,
             commands::review::recovery_status,

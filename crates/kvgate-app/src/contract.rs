@@ -90,6 +90,7 @@ pub fn write_bindings(dir: &Path) -> Result<(), String> {
     one::<crate::signoff::Checklist>(&cfg)?;
     one::<crate::signoff::SignInput>(&cfg)?;
     one::<crate::signoff::DecideInput>(&cfg)?;
+    one::<crate::interventions::InterventionInput>(&cfg)?;
     one::<crate::recovery::RecordRecoveryInput>(&cfg)?;
     one::<crate::recovery::RecoveryStatus>(&cfg)?;
     one::<crate::packet::PacketExportInput>(&cfg)?;

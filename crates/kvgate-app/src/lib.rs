@@ -15,6 +15,7 @@ mod evidence;
 pub mod files;
 pub mod fixtures;
 pub mod imports;
+pub mod interventions;
 pub mod llm;
 mod location;
 pub mod manifests;

@@ -44,6 +44,27 @@ pub enum ManifestCommand {
         #[arg(long)]
         cell: String,
     },
+    /// Record a named intervention: accept held-constant findings of a candidate (who, why,
+    /// which findings), as an audit event. Without it such a finding makes the comparison
+    /// uncontrolled (never promoted)
+    Intervention {
+        #[arg(long)]
+        study: String,
+        /// The candidate cell
+        #[arg(long)]
+        candidate: String,
+        /// Path of each accepted finding, as `kvgate analyze` names it (e.g. weights_digest)
+        #[arg(long, num_args = 1.., required = true)]
+        accept: Vec<String>,
+        /// Who names the intervention
+        #[arg(long)]
+        by: String,
+        /// Why the findings belong to the intervention
+        #[arg(long)]
+        why: String,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Runs a command that needs no database, or hands the command back.
@@ -105,6 +126,49 @@ pub async fn run(app: &App, cmd: ManifestCommand) -> Result<Outcome, AppError> {
             let study = app.study_by_name(&study).await?;
             let m = app.manifest(study.id, &cell).await?;
             println!("{}", m.text);
+            Ok(Outcome::Success)
+        }
+        ManifestCommand::Intervention {
+            study,
+            candidate,
+            accept,
+            by,
+            why,
+            json,
+        } => {
+            let study = app.study_by_name(&study).await?;
+            let event = app
+                .record_intervention(kvgate_app::interventions::InterventionInput {
+                    study_id: study.id,
+                    candidate,
+                    accept,
+                    by,
+                    why,
+                })
+                .await?;
+            if json {
+                print_json(&event)?;
+            } else {
+                let accepted: Vec<String> = event.payload["accepts"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|f| {
+                        format!(
+                            "{} (against {})",
+                            f["path"].as_str().unwrap_or("?"),
+                            f["against"].as_str().unwrap_or("?")
+                        )
+                    })
+                    .collect();
+                println!(
+                    "intervention recorded for {} by {} (audit event {}): accepts {}",
+                    event.subject,
+                    event.actor,
+                    event.seq,
+                    accepted.join(", ")
+                );
+            }
             Ok(Outcome::Success)
         }
         ManifestCommand::Validate { file } => validate(&file),

@@ -156,12 +156,19 @@ pub async fn analyze(app: &App, args: AnalyzeArgs) -> Result<Outcome, AppError> 
         println!();
         println!("cell {}  manifest {}", c.cell, c.manifest_sha256);
         let r = &c.requests;
+        let accepted = match (r.accepted, r.validated) {
+            (Some(a), Some(v)) => format!(" accepted {a}/{v}"),
+            _ => String::new(),
+        };
         println!(
-            "  requests offered {} completed {} failed {} rejected {} timeout {} unfinished {} accepted {}/{}",
-            r.offered, r.completed, r.failed, r.rejected, r.timeout, r.unfinished, r.accepted, r.validated
+            "  requests offered {} completed {} failed {} rejected {} timeout {} unfinished {}{accepted}",
+            r.offered, r.completed, r.failed, r.rejected, r.timeout, r.unfinished
         );
         if !c.valid {
-            println!("  INVALID: no score");
+            println!(
+                "  INVALID: no score. {}",
+                c.decision.table_decision.as_deref().unwrap_or_default()
+            );
             for reason in &c.invalid_reasons {
                 println!("    {reason}");
             }
@@ -237,7 +244,33 @@ pub async fn analyze(app: &App, args: AnalyzeArgs) -> Result<Outcome, AppError> 
                 println!("    {}: {}", u.key, u.detail);
             }
         }
-        println!("  decision: {:?}", c.decision.outcome);
+        for g in &c.decision.goodput_by_class {
+            println!(
+                "  goodput gate {}: {} — {}",
+                g.class,
+                serde_json::to_value(g.status)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default(),
+                g.reason
+            );
+        }
+        for f in &c.decision.uncontrolled_findings {
+            println!(
+                "  UNCONTROLLED against {}: {} ({} → {})",
+                f.against,
+                f.path,
+                f.reference_value.as_deref().unwrap_or("absent"),
+                f.candidate_value.as_deref().unwrap_or("absent")
+            );
+        }
+        for f in &c.decision.accepted_findings {
+            println!(
+                "  accepted by intervention (event {}, {}): {} against {} — {}",
+                f.event, f.by, f.finding.path, f.finding.against, f.why
+            );
+        }
+        println!("  decision: {}", c.decision.headline);
         for rule in &c.decision.rules {
             println!("    - {rule}");
         }

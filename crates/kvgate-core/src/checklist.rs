@@ -13,7 +13,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use ts_rs::TS;
 
-use crate::analysis::{CellAnalysis, FloorCheck, NoiseFloor, PairedRow, RequestCounts};
+use crate::analysis::{
+    AcceptedFinding, CellAnalysis, FloorCheck, HeldConstantFinding, NoiseFloor, PairedRow,
+    RequestCounts,
+};
 use crate::canonical::canonical_sha256;
 use crate::evidence::EvidenceKind;
 use crate::kv_capacity::RollbackFit;
@@ -72,6 +75,16 @@ pub struct CompatibilityCell {
     /// False for an invalid cell: it never gets a quality score.
     pub valid: bool,
     pub invalid_reasons: Vec<String>,
+    /// Held-constant findings against B0 (or C1) no named intervention accepts: an
+    /// uncontrolled comparison. Omitted when none, so signatures over held-constant cells hold.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[ts(as = "Option<Vec<HeldConstantFinding>>", optional)]
+    pub uncontrolled_findings: Vec<HeldConstantFinding>,
+    /// Held-constant findings a named intervention accepts, with who, when and why; omitted
+    /// when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[ts(as = "Option<Vec<AcceptedFinding>>", optional)]
+    pub accepted_findings: Vec<AcceptedFinding>,
 }
 
 /// One piece of run evidence as archived: its run, cell, kind and digest.
@@ -305,6 +318,8 @@ impl CompatibilityEvidence {
                     manifest_sha256: c.manifest_sha256.clone(),
                     valid: c.valid,
                     invalid_reasons: c.invalid_reasons.clone(),
+                    uncontrolled_findings: c.decision.uncontrolled_findings.clone(),
+                    accepted_findings: c.decision.accepted_findings.clone(),
                 })
                 .collect(),
             evidence,

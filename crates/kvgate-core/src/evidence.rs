@@ -169,6 +169,8 @@ mod tests {
             capacity: CapacityEvidence::default(),
             evaluation_corpus_sha256: None,
             admission_limit: None,
+            manifest: None,
+            interventions: Vec::new(),
         }
     }
 

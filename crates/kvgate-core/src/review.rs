@@ -220,6 +220,8 @@ pub enum AuditKind {
     Label,
     Signoff,
     Decision,
+    /// A named intervention accepting held-constant findings of a candidate.
+    Intervention,
 }
 
 impl AuditKind {
@@ -228,6 +230,7 @@ impl AuditKind {
             AuditKind::Label => "label",
             AuditKind::Signoff => "signoff",
             AuditKind::Decision => "decision",
+            AuditKind::Intervention => "intervention",
         }
     }
 
@@ -236,6 +239,7 @@ impl AuditKind {
             "label" => Some(AuditKind::Label),
             "signoff" => Some(AuditKind::Signoff),
             "decision" => Some(AuditKind::Decision),
+            "intervention" => Some(AuditKind::Intervention),
             _ => None,
         }
     }

@@ -31,8 +31,13 @@ fn event_from_row(row: &SqliteRow) -> Result<AuditEvent, StoreError> {
             expected,
             found,
         };
-    let kind = AuditKind::parse(&kind)
-        .ok_or_else(|| corrupt("kind", "label, signoff or decision", kind.clone()))?;
+    let kind = AuditKind::parse(&kind).ok_or_else(|| {
+        corrupt(
+            "kind",
+            "label, signoff, decision or intervention",
+            kind.clone(),
+        )
+    })?;
     let payload: String = row.try_get("payload_json")?;
     let previous: Option<String> = row.try_get("previous_json")?;
     Ok(AuditEvent {

@@ -36,13 +36,16 @@ impl Hasher for Fnv {
 }
 
 use crate::{RunState, Store, StoreError};
-use kvgate_core::analysis::{CapacityEvidence, CellInput, RequestRow, RunInput, StudyInput};
+use kvgate_core::analysis::{
+    CapacityEvidence, CellInput, Intervention, RequestRow, RunInput, StudyInput,
+};
 use kvgate_core::evidence::{CellEvidence, EvidenceKind};
 use kvgate_core::fixtures::FixtureItem;
 use kvgate_core::manifest::Manifest;
 use kvgate_core::operating_point::RunArrivals;
 use kvgate_core::pairing::item_prompt_sha256;
 use kvgate_core::policy::ItemStrata;
+use kvgate_core::review::AuditKind;
 use kvgate_core::test_cell::TestCell;
 use serde_json::Value;
 
@@ -81,6 +84,8 @@ struct RunPrompts {
     manifest: Option<usize>,
     /// Item id → prompt index, computed on the first row without a digest.
     recomputed: Option<Result<HashMap<String, u32>, String>>,
+    /// Item id → the item's input token count, read on the first row without its own count.
+    tokens: Option<HashMap<String, u64>>,
 }
 
 /// Interns prompt digests as indices into [`StudyInput::prompts`].
@@ -134,6 +139,8 @@ pub async fn load_study(
                 .as_ref()
                 .map(|m| m.evaluation_corpus_sha256.clone()),
             admission_limit: manifest.as_ref().map(|m| m.scheduler.max_num_seqs),
+            manifest: manifest.clone(),
+            interventions: Vec::new(),
         });
         parsed.push(manifest);
     }
@@ -167,6 +174,7 @@ pub async fn load_study(
             }),
             manifest: Some(ci),
             recomputed: None,
+            tokens: None,
         });
         cell.runs.push(RunInput {
             run_id: run.id,
@@ -215,6 +223,17 @@ pub async fn load_study(
                         .and_then(|m| m.get(id).copied())
                 }
             };
+            // A request without its own input token count takes its fixture item's.
+            let item_input_tokens = match (q.prompt_tokens, q.item_id) {
+                (None, Some(id)) => {
+                    let rp = &mut run_prompts[pi];
+                    if rp.tokens.is_none() {
+                        rp.tokens = Some(item_tokens(rp, &mut corpus_cache, corpora));
+                    }
+                    rp.tokens.as_ref().and_then(|m| m.get(id).copied())
+                }
+                _ => None,
+            };
             let item = q.item_id.map(|id| match item_index.get(id) {
                 Some(&i) => i,
                 None => {
@@ -236,6 +255,7 @@ pub async fn load_study(
                 prompt_tokens: q.prompt_tokens,
                 completion_tokens: q.completion_tokens,
                 accepted: q.accepted,
+                item_input_tokens,
             });
         })
         .await?;
@@ -256,11 +276,51 @@ pub async fn load_study(
                 .to_owned(),
         });
     }
+    // Named interventions, from the audit chain, to the cell each names.
+    for e in store.audit_events(study_id).await? {
+        if e.kind != AuditKind::Intervention {
+            continue;
+        }
+        let Some(cell) = cells.iter_mut().find(|c| c.cell == e.subject) else {
+            continue;
+        };
+        // An event whose payload does not read accepts nothing.
+        let accepts = serde_json::from_value(e.payload["accepts"].clone()).unwrap_or_default();
+        cell.interventions.push(Intervention {
+            event: e.seq,
+            why: e.payload["why"].as_str().unwrap_or_default().to_owned(),
+            by: e.actor,
+            at: e.at,
+            accepts,
+        });
+    }
     Ok(StudyInput {
         items,
         prompts: prompts.list,
         cells,
     })
+}
+
+/// The input token count of each item of a run's corpus (by the pinned tokenizer, as the corpus
+/// recorded it); empty when the corpus is not found.
+fn item_tokens(
+    run: &RunPrompts,
+    cache: &mut HashMap<String, Result<Vec<FixtureItem>, String>>,
+    corpora: &mut CorpusSource<'_>,
+) -> HashMap<String, u64> {
+    let Some(corpus) = &run.corpus else {
+        return HashMap::new();
+    };
+    match cache
+        .entry(corpus.items_sha256.clone())
+        .or_insert_with(|| corpora(corpus))
+    {
+        Ok(items) => items
+            .iter()
+            .map(|i| (i.id.clone(), i.token_count as u64))
+            .collect(),
+        Err(_) => HashMap::new(),
+    }
 }
 
 /// The prompt digests of a run stored without them: each item of its corpus as sent under its

@@ -48,6 +48,14 @@ pub async fn decide(
 }
 
 #[tauri::command]
+pub async fn record_intervention(
+    app: State<'_, App>,
+    input: kvgate_app::interventions::InterventionInput,
+) -> Result<kvgate_app::domain::review::AuditEvent, AppError> {
+    app.record_intervention(input).await
+}
+
+#[tauri::command]
 pub fn check_recovery_plan(app: State<'_, App>, plan_json: String) -> Vec<PolicyProblem> {
     app.check_recovery_plan(&plan_json)
 }

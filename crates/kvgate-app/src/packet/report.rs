@@ -113,12 +113,13 @@ pub fn render(r: &ReportInput<'_>) -> String {
     );
 
     // Decisions first: what the review is asked to confirm.
-    h.push_str("<h2 id=\"decision\">Decision</h2>\n<table><tr><th>cell</th><th>suggested</th><th>rules that fired</th><th>next experiment</th></tr>\n");
+    h.push_str("<h2 id=\"decision\">Decision</h2>\n<table><tr><th>cell</th><th>what the gates say</th><th>suggested</th><th>rules that fired</th><th>next experiment</th></tr>\n");
     for c in &a.body.cells {
         let _ = writeln!(
             h,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td><b>{}</b></td><td>{}</td><td>{}</td><td>{}</td></tr>",
             escape(&c.cell),
+            escape(&c.decision.headline),
             escape(
                 serde_json::to_value(c.decision.outcome)
                     .ok()
@@ -249,6 +250,40 @@ pub fn render(r: &ReportInput<'_>) -> String {
         );
     }
     h.push_str("</table>\n");
+    // Held constant, or named.
+    h.push_str("<ul id=\"held-constant\">\n");
+    if a.body.cells.iter().all(|c| {
+        c.decision.uncontrolled_findings.is_empty() && c.decision.accepted_findings.is_empty()
+    }) {
+        h.push_str("<li>Every candidate holds constant what it must hold against B0.</li>\n");
+    }
+    for c in &a.body.cells {
+        for f in &c.decision.uncontrolled_findings {
+            let _ = writeln!(
+                h,
+                "<li class=\"void\">{}: uncontrolled comparison: <code>{}</code> differs from {} ({} → {}), accepted by no named intervention</li>",
+                escape(&c.cell),
+                escape(&f.path),
+                escape(&f.against),
+                escape(f.reference_value.as_deref().unwrap_or("absent")),
+                escape(f.candidate_value.as_deref().unwrap_or("absent"))
+            );
+        }
+        for f in &c.decision.accepted_findings {
+            let _ = writeln!(
+                h,
+                "<li>{}: <code>{}</code> differs from {}: accepted by the named intervention of {} at {} (audit event {}): {}</li>",
+                escape(&c.cell),
+                escape(&f.finding.path),
+                escape(&f.finding.against),
+                escape(&f.by),
+                escape(&f.at),
+                f.event,
+                escape(&f.why)
+            );
+        }
+    }
+    h.push_str("</ul>\n");
 
     // Quality.
     h.push_str("<h2 id=\"quality\">Paired quality against B0</h2>\n<table><tr><th>candidate</th><th>row</th><th>protected</th><th>n</th><th>B0 only</th><th>candidate only</th><th>Δ</th><th>interval</th><th>margin</th><th>McNemar p (Holm)</th><th>verdict</th></tr>\n");
@@ -334,7 +369,8 @@ pub fn render(r: &ReportInput<'_>) -> String {
             q.rejected,
             q.timeout,
             q.unfinished,
-            q.accepted,
+            q.accepted
+                .map_or_else(|| "absent (invalid cell)".to_owned(), |n| n.to_string()),
             opt(g.mean),
             g.n,
             opt(g.ci_low),

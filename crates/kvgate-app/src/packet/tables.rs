@@ -70,8 +70,8 @@ pub fn cells(a: &StudyAnalysis) -> Table {
         .with("rejected", col(&|x| int(x.requests.rejected)))
         .with("timeout", col(&|x| int(x.requests.timeout)))
         .with("unfinished", col(&|x| int(x.requests.unfinished)))
-        .with("validated", col(&|x| int(x.requests.validated)))
-        .with("accepted", col(&|x| int(x.requests.accepted)))
+        .with("validated", col(&|x| x.requests.validated.and_then(int)))
+        .with("accepted", col(&|x| x.requests.accepted.and_then(int)))
         .with(
             "suggested_outcome",
             Values::Text(c.iter().map(|x| name(&x.decision.outcome)).collect()),

@@ -5,6 +5,7 @@ mod answer_server;
 mod contract;
 mod files;
 mod imports;
+mod interventions;
 mod manifests;
 mod packet;
 mod pairs;

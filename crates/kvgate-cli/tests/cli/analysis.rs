@@ -145,3 +145,202 @@ fn policy_lock_then_analyze_prints_one_json_document() {
     let text = stdout(&out);
     assert!(text.contains(&sha) && text.contains("decision:"), "{text}");
 }
+
+/// Study `cpu` with B0 and a Q8 whose weights differ from B0's: a held-constant finding.
+fn study_with_changed_weights(dir: &std::path::Path, db: &std::path::Path) {
+    assert!(kvgate(db, &["study", "create", "cpu"]).status.success());
+    let q8 = std::fs::read_to_string(crate::repo("fixtures/manifests/smollm2-135m-cpu-q8.json"))
+        .unwrap();
+    let mut q8: serde_json::Value = serde_json::from_str(&q8).unwrap();
+    q8["weights_digest"] = "e".repeat(64).into();
+    let changed = dir.join("q8-changed-weights.json");
+    std::fs::write(&changed, q8.to_string()).unwrap();
+    let b0 = crate::repo("fixtures/manifests/smollm2-135m-cpu-b0.json");
+    for path in [b0.as_path(), changed.as_path()] {
+        let out = kvgate(
+            db,
+            &[
+                "manifest",
+                "freeze",
+                "--study",
+                "cpu",
+                path.to_str().unwrap(),
+            ],
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+}
+
+fn analyze_json(db: &std::path::Path) -> serde_json::Value {
+    let out = kvgate(db, &["analyze", "--study", "cpu", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn a_weights_change_is_uncontrolled_until_a_named_intervention_accepts_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("ws.sqlite");
+    study_with_changed_weights(dir.path(), &db);
+    // The recorded runs, Q8's bound to this manifest (its digest in place of the recorded one).
+    let digest = |file: &std::path::Path| {
+        let out = kvgate(&db, &["manifest", "digest", file.to_str().unwrap()]);
+        stdout(&out).trim().to_owned()
+    };
+    let recorded = digest(&crate::repo("fixtures/manifests/smollm2-135m-cpu-q8.json"));
+    let changed = digest(&dir.path().join("q8-changed-weights.json"));
+    let run = std::fs::read_to_string(crate::repo("fixtures/demo/runs/q8-q8_0.kvgate-run.jsonl"))
+        .unwrap()
+        .replace(&recorded, &changed);
+    // Its header's config names the manifest too: its digest follows.
+    let (head, rest) = run.split_once('\n').unwrap();
+    let mut head: serde_json::Value = serde_json::from_str(head).unwrap();
+    head["config_sha256"] = kvgate_app::domain::canonical::canonical_sha256(&head["config"]).into();
+    let run = format!("{head}\n{rest}");
+    let q8_run = dir.path().join("q8.kvgate-run.jsonl");
+    std::fs::write(&q8_run, run).unwrap();
+    for (cell, path) in [
+        (
+            "B0",
+            crate::repo("fixtures/demo/runs/b0-f16.kvgate-run.jsonl"),
+        ),
+        ("Q8", q8_run),
+    ] {
+        let out = kvgate(
+            &db,
+            &[
+                "import",
+                "--study",
+                "cpu",
+                "--cell",
+                cell,
+                "--format",
+                "jsonl",
+                path.to_str().unwrap(),
+            ],
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    crate::lock_demo_policy(&db);
+
+    let v = analyze_json(&db);
+    let d = &v["cells"][1]["decision"];
+    assert_eq!(d["outcome"], "uncontrolled", "{d}");
+    let found = d["uncontrolled_findings"].as_array().unwrap();
+    assert_eq!(found.len(), 1, "{d}");
+    assert_eq!(found[0]["path"], "weights_digest");
+    assert_eq!(found[0]["against"], "B0");
+    assert!(
+        d["headline"]
+            .as_str()
+            .unwrap()
+            .starts_with("uncontrolled comparison"),
+        "{d}"
+    );
+    assert!(d["goodput_by_class"].is_array(), "{d}");
+    // B0 itself holds nothing against itself.
+    assert_eq!(
+        v["cells"][0]["decision"]["uncontrolled_findings"],
+        serde_json::json!([])
+    );
+    let text = stdout(&kvgate(&db, &["analyze", "--study", "cpu"]));
+    assert!(
+        text.contains("UNCONTROLLED against B0: weights_digest"),
+        "{text}"
+    );
+
+    // Accepting what is not a finding is refused, naming the findings there are.
+    let out = kvgate(
+        &db,
+        &[
+            "manifest",
+            "intervention",
+            "--study",
+            "cpu",
+            "--candidate",
+            "Q8",
+            "--accept",
+            "decoding.temperature",
+            "--by",
+            "architect",
+            "--why",
+            "no reason",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("`decoding.temperature` is not a held-constant finding of Q8")
+            && stderr(&out).contains("weights_digest"),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = kvgate(
+        &db,
+        &[
+            "manifest",
+            "intervention",
+            "--study",
+            "cpu",
+            "--candidate",
+            "Q8",
+            "--accept",
+            "weights_digest",
+            "--by",
+            "architect",
+            "--why",
+            "the Q8 bundle ships its own GGUF; compared as a deployment bundle",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("intervention recorded for Q8 by architect")
+            && stdout(&out).contains("weights_digest (against B0)"),
+        "{}",
+        stdout(&out)
+    );
+    let v = analyze_json(&db);
+    let d = &v["cells"][1]["decision"];
+    assert_eq!(d["uncontrolled_findings"], serde_json::json!([]), "{d}");
+    assert_ne!(d["outcome"], "uncontrolled", "{d}");
+    let accepted = &d["accepted_findings"][0];
+    assert_eq!(accepted["finding"]["path"], "weights_digest");
+    assert_eq!(accepted["by"], "architect");
+    // The chain still verifies with the intervention in it.
+    let out = kvgate(&db, &["audit", "verify", "--study", "cpu"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // `manifest diff` keeps its exit code: 2 on the red finding, intervention or not.
+    let out = kvgate(
+        &db,
+        &[
+            "manifest",
+            "diff",
+            crate::repo("fixtures/manifests/smollm2-135m-cpu-b0.json")
+                .to_str()
+                .unwrap(),
+            dir.path().join("q8-changed-weights.json").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn the_demo_headline_says_what_the_gates_say() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("ws.sqlite");
+    cpu_study(&db);
+    import_demo_runs(&db);
+    crate::lock_demo_policy(&db);
+    let v = analyze_json(&db);
+    let d = &v["cells"][1]["decision"];
+    let headline = d["headline"].as_str().unwrap();
+    if d["quality_qualifies"].is_null() {
+        assert_eq!(d["outcome"], "collect_more_evidence", "{d}");
+        assert!(headline.starts_with("collect more evidence"), "{headline}");
+    }
+    if d["quality_qualifies"] != true {
+        assert!(!headline.contains("quality holds"), "{headline}");
+    }
+    let text = stdout(&kvgate(&db, &["analyze", "--study", "cpu"]));
+    assert!(text.contains(&format!("decision: {headline}")), "{text}");
+}

@@ -20,37 +20,109 @@ pub(super) const NEXT_AFTER_REGRESSION: [&str; 3] = [
     "try supported selective layer exclusion (C3) before buying the apparent concurrency gain",
 ];
 
-#[allow(clippy::too_many_arguments)] // the gates' inputs, each one named
-pub(super) fn decide(
-    cell: &CellInput,
-    valid: bool,
-    paired: &[PairedRow],
-    floors: &[FloorCheck],
-    total: &RepeatSummary,
-    b0_total: Option<&RepeatSummary>,
-    b0_floors: &[FloorCheck],
-    goodput_not_compared: Option<&str>,
-) -> CellDecision {
+/// The gates' inputs for one cell, each one named.
+pub(super) struct Gates<'a> {
+    pub cell: &'a CellInput,
+    /// The cell as the decision table reads it (invalid when its evidence says so).
+    pub table_cell: &'a TestCell,
+    pub valid: bool,
+    /// B0 is invalid: nothing is compared against it.
+    pub baseline_invalid: bool,
+    /// The policy's classes, in order.
+    pub classes: &'a [String],
+    pub paired: &'a [PairedRow],
+    pub floors: &'a [FloorCheck],
+    /// The cell's goodput per class at its summary point, and its total.
+    pub goodput: &'a BTreeMap<String, ClassGoodput>,
+    pub total: &'a RepeatSummary,
+    /// B0's goodput per class and total where the candidate is compared.
+    pub b0_goodput: Option<(&'a BTreeMap<String, ClassGoodput>, &'a RepeatSummary)>,
+    pub b0_floors: &'a [FloorCheck],
+    pub goodput_not_compared: Option<&'a str>,
+    /// Held-constant findings against B0 (and C1), before interventions.
+    pub held: Vec<HeldConstantFinding>,
+    pub noise_floor: Option<&'a NoiseFloor>,
+}
+
+/// Power the planner is asked for when the quality gate is undecided.
+pub(super) const PLANNER_POWER: f64 = 0.8;
+
+pub(super) fn decide(mut g: Gates<'_>) -> CellDecision {
+    let cell = g.cell;
     let mut d = CellDecision {
         outcome: SuggestedOutcome::CollectMoreEvidence,
-        table_decision: table_decision(&cell.test_cell),
+        table_decision: table_decision(g.table_cell),
         rules: Vec::new(),
         next_experiment: Vec::new(),
         quality_qualifies: None,
         goodput_qualifies: None,
+        headline: String::new(),
+        goodput_by_class: Vec::new(),
+        uncontrolled_findings: Vec::new(),
+        accepted_findings: Vec::new(),
+        pairs_needed: None,
     };
-    if !valid {
+    // Held constant, or named: listed for every candidate, whatever else decides it.
+    for f in std::mem::take(&mut g.held) {
+        let accepted_by = cell
+            .interventions
+            .iter()
+            .rev()
+            .find(|i| i.accepts.iter().any(|a| same_finding(a, &f)));
+        match accepted_by {
+            Some(i) => d.accepted_findings.push(AcceptedFinding {
+                finding: f,
+                event: i.event,
+                by: i.by.clone(),
+                at: i.at.clone(),
+                why: i.why.clone(),
+            }),
+            None => d.uncontrolled_findings.push(f),
+        }
+    }
+    for f in &d.uncontrolled_findings {
+        d.rules.push(format!(
+            "uncontrolled against {}: `{}`: {}",
+            f.against, f.path, f.message
+        ));
+    }
+    for a in &d.accepted_findings {
+        d.rules.push(format!(
+            "`{}` differs from {}: accepted by the named intervention of {} (audit event {}): {}",
+            a.finding.path, a.finding.against, a.by, a.event, a.why
+        ));
+    }
+    let invalid_row = DECISION_TABLE[4].decision;
+    if !g.valid {
         d.outcome = SuggestedOutcome::Invalid;
         d.rules.push(
             "invalid cell: compatibility evidence missing or contradicting the manifest; no score"
                 .into(),
         );
         d.rules.extend(cell.invalid_reasons.iter().cloned());
+        d.headline = if cell.test_cell == TestCell::B0 {
+            format!("baseline invalid — {invalid_row}: no candidate is paired, compared or scored against it")
+        } else {
+            format!("invalid — {invalid_row}")
+        };
         return d;
     }
     if cell.test_cell == TestCell::B0 {
         d.outcome = SuggestedOutcome::Baseline;
         d.rules.push("B0 is retained as the rollback target".into());
+        d.headline = "baseline — retained as the rollback target".into();
+        return d;
+    }
+    if g.baseline_invalid {
+        d.outcome = SuggestedOutcome::BaselineInvalid;
+        d.rules.push(format!(
+            "B0 is invalid: {} is not paired, compared or given an outcome against it",
+            cell.cell
+        ));
+        d.headline = format!(
+            "baseline invalid — B0 is invalid, so {} is not paired, compared or scored",
+            cell.cell
+        );
         return d;
     }
     if let Some(fit) = cell.capacity.rollback_fit.as_ref().filter(|f| !f.fits) {
@@ -66,12 +138,12 @@ pub(super) fn decide(
         );
     }
     // Quality gate.
-    let mut breach = false;
+    let mut breach = Vec::new();
     let mut undecided = false;
-    for r in paired.iter().filter(|r| r.protected) {
+    for r in g.paired.iter().filter(|r| r.protected) {
         match r.verdict {
             PairedVerdict::Inferior => {
-                breach = true;
+                breach.push(r.stratum.clone());
                 d.rules.push(format!(
                     "protected segment `{}`: inferior (upper bound {} < −{})",
                     r.stratum,
@@ -81,23 +153,31 @@ pub(super) fn decide(
             }
             PairedVerdict::CollectMoreEvidence => {
                 undecided = true;
+                let needed = pairs_needed(r, g.noise_floor);
+                if let Some(n) = needed {
+                    d.pairs_needed = Some(d.pairs_needed.map_or(n, |m: u64| m.max(n)));
+                }
                 d.rules.push(format!(
-                    "protected segment `{}`: collect more evidence (n = {}, interval [{}, {}] crosses −{})",
+                    "protected segment `{}`: collect more evidence (n = {}, interval [{}, {}] crosses −{}){}",
                     r.stratum,
                     r.n,
                     fmt(r.ci_low),
                     fmt(r.ci_high),
-                    r.margin
+                    r.margin,
+                    needed
+                        .map(|n| format!("; the planner needs {n} pairs at power {PLANNER_POWER}"))
+                        .unwrap_or_default()
                 ));
             }
             PairedVerdict::NonInferior => {}
         }
     }
     let mut baseline_below = Vec::new();
-    for f in floors.iter().filter(|f| f.protected) {
+    let mut no_floor_evidence = Vec::new();
+    for f in g.floors.iter().filter(|f| f.protected) {
         match f.passes {
             Some(false)
-                if b0_floors
+                if g.b0_floors
                     .iter()
                     .any(|b| b.segment == f.segment && b.passes == Some(false)) =>
             {
@@ -112,7 +192,7 @@ pub(super) fn decide(
                 ));
             }
             Some(false) => {
-                breach = true;
+                breach.push(f.segment.clone());
                 d.rules.push(format!(
                     "protected segment `{}`: accepted {} of {} = {} below the floor {}",
                     f.segment,
@@ -124,6 +204,7 @@ pub(super) fn decide(
             }
             None => {
                 undecided = true;
+                no_floor_evidence.push(f.segment.clone());
                 d.rules.push(format!(
                     "protected segment `{}`: no judged item for its floor",
                     f.segment
@@ -132,54 +213,99 @@ pub(super) fn decide(
             Some(true) => {}
         }
     }
-    d.quality_qualifies = if breach {
+    d.quality_qualifies = if !breach.is_empty() {
         Some(false)
     } else if undecided {
         None
     } else {
         Some(true)
     };
-    // Goodput gate.
-    d.goodput_qualifies = match (total.mean, b0_total.and_then(|b| b.mean)) {
+    // Goodput gate: per class; the cell total is shown, never gates.
+    if let Some(reason) = g.goodput_not_compared {
         // Not the same operating point or arrivals: shown side by side, never compared.
-        _ if goodput_not_compared.is_some() => {
-            d.rules.push(format!(
-                "goodput not compared with B0: {}",
-                goodput_not_compared.unwrap_or_default()
-            ));
-            None
-        }
-        (Some(c), Some(b)) if c <= b => {
-            d.rules
-                .push(format!("useful goodput {c} /s does not exceed B0's {b} /s"));
-            Some(false)
-        }
-        (Some(c), Some(b)) => match (total.ci_low, b0_total.and_then(|x| x.ci_high)) {
-            (Some(lo), Some(hi)) if lo > hi => {
-                d.rules.push(format!(
-                    "useful goodput {c} /s exceeds B0's {b} /s beyond repeat variation"
-                ));
-                Some(true)
+        d.rules
+            .push(format!("goodput not compared with B0: {reason}"));
+    }
+    d.goodput_by_class = class_gates(&g);
+    d.goodput_qualifies = if d.goodput_by_class.is_empty() {
+        None
+    } else if d
+        .goodput_by_class
+        .iter()
+        .any(|c| c.status == GateStatus::DoesNot)
+    {
+        Some(false)
+    } else if d
+        .goodput_by_class
+        .iter()
+        .all(|c| c.status == GateStatus::Qualifies)
+    {
+        Some(true)
+    } else {
+        None
+    };
+    for c in &d.goodput_by_class {
+        d.rules.push(format!(
+            "goodput of class `{}`: {} — {}",
+            c.class,
+            match c.status {
+                GateStatus::Qualifies => "qualifies",
+                GateStatus::DoesNot => "does not qualify",
+                GateStatus::Undecided => "undecided",
+            },
+            c.reason
+        ));
+    }
+    if let (Some(c), Some(b)) = (g.total.mean, g.b0_goodput.and_then(|(_, t)| t.mean)) {
+        d.rules.push(format!(
+            "cell total {c} /s against B0's {b} /s: shown, never gates (each class gates on its own)"
+        ));
+    }
+    let quality_words = {
+        match (d.pairs_needed, no_floor_evidence.first()) {
+            (Some(n), _) => {
+                let have = g
+                    .paired
+                    .iter()
+                    .filter(|r| r.protected && r.verdict == PairedVerdict::CollectMoreEvidence)
+                    .map(|r| r.n)
+                    .min()
+                    .unwrap_or(0);
+                format!(
+                    "quality undecided: the planner needs {n} paired items per protected segment (power {PLANNER_POWER}); {have} so far"
+                )
             }
-            (Some(_), Some(_)) => {
-                d.rules.push(format!(
-                    "useful goodput {c} /s above B0's {b} /s but within repeat variation"
-                ));
-                Some(false)
+            (None, Some(seg)) => {
+                format!("quality undecided: no judged item for the floor of `{seg}`")
             }
-            _ => {
-                d.rules
-                    .push("fewer than 2 repeats on a side: goodput variation unknown".into());
-                None
-            }
-        },
-        _ => {
-            d.rules
-                .push("no goodput measured for the candidate or for B0".into());
-            None
+            (None, None) => "quality undecided".to_owned(),
         }
     };
-    if !breach && !baseline_below.is_empty() {
+    if !d.uncontrolled_findings.is_empty() {
+        let mut against: Vec<&str> = d
+            .uncontrolled_findings
+            .iter()
+            .map(|f| f.against.as_str())
+            .collect();
+        against.dedup();
+        d.rules.push(
+            "an uncontrolled comparison is never promoted: hold the fields constant or record a named intervention that accepts them"
+                .into(),
+        );
+        d.headline = format!(
+            "uncontrolled comparison — {} differ{} from {}: never promoted; hold constant or record a named intervention",
+            d.uncontrolled_findings
+                .iter()
+                .map(|f| format!("`{}`", f.path))
+                .collect::<Vec<_>>()
+                .join(", "),
+            if d.uncontrolled_findings.len() == 1 { "s" } else { "" },
+            against.join(" and ")
+        );
+        d.outcome = SuggestedOutcome::Uncontrolled;
+        return d;
+    }
+    if breach.is_empty() && !baseline_below.is_empty() {
         // Below a floor B0 does not meet either: not a regression of the candidate, and no
         // reason to promote it. The simpler baseline stays; the floor needs another remedy.
         d.quality_qualifies = Some(false);
@@ -188,39 +314,199 @@ pub(super) fn decide(
                 .into(),
         );
         d.outcome = SuggestedOutcome::Retain;
+        d.headline = format!(
+            "retain B0 — below the protected floor of {} that B0 misses too: not a regression, and not promotable",
+            baseline_below
+                .iter()
+                .map(|s| format!("`{s}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
         return d;
     }
+    let goodput_words = {
+        let first = d
+            .goodput_by_class
+            .iter()
+            .find(|c| c.status != GateStatus::Qualifies);
+        match first {
+            Some(c) => format!("class `{}`: {}", c.class, c.reason),
+            None => "no goodput measured".to_owned(),
+        }
+    };
     d.outcome = match (d.quality_qualifies, d.goodput_qualifies) {
         (Some(false), _) => {
             d.next_experiment = NEXT_AFTER_REGRESSION
                 .iter()
                 .map(|s| (*s).to_owned())
                 .collect();
+            let segments = breach
+                .iter()
+                .map(|s| format!("`{s}`"))
+                .collect::<Vec<_>>()
+                .join(", ");
             if matches!(cell.test_cell, TestCell::C1) {
                 d.rules
                     .push("C1: reject on any protected-segment gate breach; calibrate next".into());
+                d.headline = format!(
+                    "calibrate — protected segment {segments} breached its gate: reject C1 and calibrate next"
+                );
                 SuggestedOutcome::Calibrate
             } else {
                 d.rules.push(
                     "a protected segment regressed after the intervention: roll back to B0".into(),
                 );
+                d.headline = format!(
+                    "roll back — protected segment {segments} breached its gate after the intervention"
+                );
                 SuggestedOutcome::Rollback
             }
         }
-        (None, _) => SuggestedOutcome::CollectMoreEvidence,
+        (None, _) => {
+            d.headline = format!("collect more evidence — {}", quality_words);
+            SuggestedOutcome::CollectMoreEvidence
+        }
         (Some(true), Some(true)) => {
-            d.rules.push("quality and goodput both qualify".into());
+            d.rules
+                .push("quality and goodput both qualify, in every class".into());
+            d.headline = "promote — quality and goodput both qualify, in every class".into();
             SuggestedOutcome::Promote
         }
         (Some(true), Some(false)) => {
             d.rules.push(
                 "quality holds but goodput does not improve: retain the simpler baseline".into(),
             );
+            d.headline = format!(
+                "retain B0 — quality holds, goodput does not improve ({})",
+                goodput_words
+            );
             SuggestedOutcome::Retain
         }
-        (Some(true), None) => SuggestedOutcome::CollectMoreEvidence,
+        (Some(true), None) => {
+            d.headline = format!(
+                "collect more evidence — quality holds, goodput undecided ({})",
+                goodput_words
+            );
+            SuggestedOutcome::CollectMoreEvidence
+        }
     };
     d
+}
+
+/// Whether a recorded acceptance names this finding, with the values it was recorded over.
+fn same_finding(a: &HeldConstantFinding, f: &HeldConstantFinding) -> bool {
+    a.against == f.against
+        && a.path == f.path
+        && a.reference_value == f.reference_value
+        && a.candidate_value == f.candidate_value
+}
+
+/// Paired items the planner needs for an undecided protected row, at the discordance seen (or
+/// B0's own flip rate when higher).
+fn pairs_needed(r: &PairedRow, noise: Option<&NoiseFloor>) -> Option<u64> {
+    let seen = if r.n > 0 {
+        (r.b + r.c) as f64 / r.n as f64
+    } else {
+        0.0
+    };
+    let psi = seen.max(noise.map_or(0.0, |n| n.flip_rate));
+    crate::stats::required_pairs(r.margin, psi, r.alpha, PLANNER_POWER).ok()
+}
+
+/// The goodput gate of each class of the policy, then of requests without a class.
+fn class_gates(g: &Gates<'_>) -> Vec<ClassGate> {
+    let b0 = g.b0_goodput.map(|(classes, _)| classes);
+    let mut names: Vec<&str> = g.classes.iter().map(String::as_str).collect();
+    let unclassified = |m: Option<&BTreeMap<String, ClassGoodput>>| {
+        m.and_then(|m| m.get(UNCLASSIFIED)).map_or(0, |u| u.cohort)
+    };
+    let (cu, bu) = (unclassified(Some(g.goodput)), unclassified(b0));
+    if cu + bu > 0 {
+        names.push(UNCLASSIFIED);
+    }
+    names
+        .into_iter()
+        .map(|class| {
+            let c = g.goodput.get(class);
+            let b = b0.and_then(|m| m.get(class));
+            let (candidate_per_s, b0_per_s) = (c.and_then(|x| x.per_s), b.and_then(|x| x.per_s));
+            let (status, reason) = class_gate(g, class, c, b, (cu, bu));
+            ClassGate {
+                class: class.to_owned(),
+                status,
+                reason,
+                candidate_per_s,
+                b0_per_s,
+            }
+        })
+        .collect()
+}
+
+fn class_gate(
+    g: &Gates<'_>,
+    class: &str,
+    c: Option<&ClassGoodput>,
+    b: Option<&ClassGoodput>,
+    (cu, bu): (u64, u64),
+) -> (GateStatus, String) {
+    use GateStatus::{DoesNot, Qualifies, Undecided};
+    let cell = &g.cell.cell;
+    if class == UNCLASSIFIED {
+        return (
+            Undecided,
+            format!(
+                "{cu} requests of {cell} and {bu} of B0 have no class (input tokens unknown, from neither the server nor a fixture item, or above every class): they block promote"
+            ),
+        );
+    }
+    if let Some(reason) = g.goodput_not_compared {
+        return (Undecided, format!("not compared with B0: {reason}"));
+    }
+    let (Some(c), Some(b)) = (c, b) else {
+        return (
+            Undecided,
+            "no goodput measured for the candidate or for B0".into(),
+        );
+    };
+    if c.cohort == 0 && b.cohort == 0 {
+        return (
+            Undecided,
+            "no request of this class in either cohort".into(),
+        );
+    }
+    if c.slo_only || b.slo_only {
+        let side = if c.slo_only { cell.as_str() } else { "B0" };
+        return (
+            Undecided,
+            format!("SLO-only goodput on {side} (a run without verdicts counts SLOs, not answer quality): it never qualifies"),
+        );
+    }
+    let (Some(cm), Some(bm)) = (c.per_s, b.per_s) else {
+        return (
+            Undecided,
+            "no goodput measured for the candidate or for B0".into(),
+        );
+    };
+    if cm <= bm {
+        return (
+            DoesNot,
+            format!("useful goodput {cm} /s does not exceed B0's {bm} /s"),
+        );
+    }
+    match (c.repeats.ci_low, b.repeats.ci_high) {
+        (Some(lo), Some(hi)) if lo > hi => (
+            Qualifies,
+            format!("useful goodput {cm} /s exceeds B0's {bm} /s beyond repeat variation"),
+        ),
+        (Some(_), Some(_)) => (
+            DoesNot,
+            format!("useful goodput {cm} /s above B0's {bm} /s but within repeat variation"),
+        ),
+        _ => (
+            Undecided,
+            "fewer than 2 repeats on a side: goodput variation unknown".into(),
+        ),
+    }
 }
 
 pub(super) fn fmt(v: Option<f64>) -> String {

@@ -29,7 +29,7 @@ pub(super) fn run_goodput(policy: &Policy, run: &RunInput) -> Vec<RunGoodput> {
         if r.planned_ms >= end {
             continue;
         }
-        let class = policy.class_of(r.prompt_tokens, None);
+        let class = policy.class_of(r.input_tokens(), None);
         let g = &mut out[class.unwrap_or(policy.classes.len())];
         g.cohort += 1;
         match r.status {

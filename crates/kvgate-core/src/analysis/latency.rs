@@ -33,7 +33,7 @@ pub(super) fn latency(policy: &Policy, cell: &CellInput) -> BTreeMap<String, Cla
     let mut na = vec![0u64; buckets];
     let mut seen = vec![false; buckets];
     for r in cell.runs.iter().flat_map(|r| &r.requests) {
-        let class = policy.class_of(r.prompt_tokens, None);
+        let class = policy.class_of(r.input_tokens(), None);
         let k = class.unwrap_or(policy.classes.len());
         seen[k] = true;
         if r.status != RequestStatus::Ok {

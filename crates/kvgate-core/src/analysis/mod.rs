@@ -47,7 +47,7 @@ use crate::run::RequestStatus;
 use crate::stats::{
     holm, paired_stats, percentiles, repeat_summary, PairedVerdict, Percentiles, RepeatSummary,
 };
-use crate::test_cell::{TestCell, DECISION_TABLE};
+use crate::test_cell::{ScoreableCell, TestCell, DECISION_TABLE};
 
 mod decide;
 mod goodput;
@@ -83,6 +83,16 @@ pub struct RequestRow {
     pub completion_tokens: Option<u64>,
     /// The validator's verdict; `None` when the run did not validate.
     pub accepted: Option<bool>,
+    /// The input token count of the fixture item the request sent (by the pinned tokenizer),
+    /// when known: the class of a request whose own count is unknown.
+    pub item_input_tokens: Option<u64>,
+}
+
+impl RequestRow {
+    /// The input tokens a request's class is chosen by: its own count, else its fixture item's.
+    pub fn input_tokens(&self) -> Option<u64> {
+        self.prompt_tokens.or(self.item_input_tokens)
+    }
 }
 
 pub use crate::run::RunKind;
@@ -145,6 +155,11 @@ pub struct CellInput {
     pub evaluation_corpus_sha256: Option<String>,
     /// The manifest's scheduler limit on sequences: the admission limit of its operating points.
     pub admission_limit: Option<u32>,
+    /// The frozen manifest as read back; absent when it cannot be, and then nothing is proven
+    /// held constant against it.
+    pub manifest: Option<crate::manifest::Manifest>,
+    /// Named interventions recorded for this cell (audit events), oldest first.
+    pub interventions: Vec<Intervention>,
 }
 
 /// Everything the analysis reads.
@@ -170,9 +185,14 @@ pub struct RequestCounts {
     pub timeout: u64,
     /// Never ended (cancelled or cut off).
     pub unfinished: u64,
-    /// Judged by the validator, and of those accepted.
-    pub validated: u64,
-    pub accepted: u64,
+    /// Judged by the validator, and of those accepted. Absent for an invalid cell: it shows
+    /// request counts only, never a score.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub validated: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub accepted: Option<u64>,
 }
 
 /// Latency percentiles of one class of one cell.
@@ -337,6 +357,71 @@ pub enum SuggestedOutcome {
     CollectMoreEvidence,
     /// Invalid cell: no score, no result manufactured.
     Invalid,
+    /// B0 is invalid: no candidate is paired, compared or scored against it.
+    BaselineInvalid,
+    /// A held-constant field differs from B0 (or, for C2, the backend changes against C1) and no
+    /// named intervention accepts it: the comparison is not controlled, never promoted.
+    Uncontrolled,
+}
+
+/// Where one gate stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum GateStatus {
+    Qualifies,
+    DoesNot,
+    Undecided,
+}
+
+/// The goodput gate of one request class: a candidate's goodput qualifies only when every class
+/// qualifies on its own.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
+pub struct ClassGate {
+    /// A class of the policy, or [`UNCLASSIFIED`].
+    pub class: String,
+    pub status: GateStatus,
+    pub reason: String,
+    /// Mean useful goodput of the candidate and of B0 at the compared point, per second.
+    pub candidate_per_s: Option<f64>,
+    pub b0_per_s: Option<f64>,
+}
+
+/// A field that must be held constant and differs: B0's (or C1's) value against the candidate's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, JsonSchema)]
+pub struct HeldConstantFinding {
+    /// The cell compared with: `B0`, or `C1` for C2's backend coupling.
+    pub against: String,
+    /// Path of the field, e.g. `weights_digest` or `decoding.temperature`: what an intervention
+    /// names to accept it.
+    pub path: String,
+    pub kind: crate::manifest::FindingKind,
+    /// Canonical JSON of each side's value; absent when that side lacks the field.
+    pub reference_value: Option<String>,
+    pub candidate_value: Option<String>,
+    pub message: String,
+}
+
+/// A named intervention recorded as an audit event: who accepted which findings, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, JsonSchema)]
+pub struct Intervention {
+    /// Sequence number of its audit event.
+    pub event: i64,
+    pub by: String,
+    pub at: String,
+    pub why: String,
+    /// The findings it accepts, each with the values it was recorded over.
+    pub accepts: Vec<HeldConstantFinding>,
+}
+
+/// A held-constant finding a named intervention accepts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, JsonSchema)]
+pub struct AcceptedFinding {
+    pub finding: HeldConstantFinding,
+    /// Its audit event, who recorded it, when, and why.
+    pub event: i64,
+    pub by: String,
+    pub at: String,
+    pub why: String,
 }
 
 /// The decision-table outcome of one cell, with every rule that fired.
@@ -350,7 +435,21 @@ pub struct CellDecision {
     pub next_experiment: Vec<String>,
     /// Quality gate: Some(true) passed, Some(false) breached, None undecided.
     pub quality_qualifies: Option<bool>,
+    /// Goodput gate: Some(true) only when every class of the policy qualifies on its own.
     pub goodput_qualifies: Option<bool>,
+    /// What the gates say, in one sentence: shown as the decision's headline everywhere.
+    pub headline: String,
+    /// The goodput gate per class (policy order, then [`UNCLASSIFIED`] when any request has no
+    /// class); empty for B0 and for a cell that is not compared.
+    pub goodput_by_class: Vec<ClassGate>,
+    /// Held-constant findings against B0 (and C2's coupling against C1) no intervention
+    /// accepts; empty when the comparison is controlled.
+    pub uncontrolled_findings: Vec<HeldConstantFinding>,
+    /// Held-constant findings a named intervention accepts, with the intervention.
+    pub accepted_findings: Vec<AcceptedFinding>,
+    /// Paired items the planner needs per protected segment for the quality gate to decide
+    /// (power 0.8), when it is undecided for want of pairs.
+    pub pairs_needed: Option<u64>,
 }
 
 /// The analysis of one test cell.
@@ -405,8 +504,9 @@ pub struct AnalysisBody {
     pub noise_floor: Option<NoiseFloor>,
 }
 
-fn counts(cell: &CellInput) -> RequestCounts {
+fn counts(cell: &CellInput, scored: bool) -> RequestCounts {
     let mut k = RequestCounts::default();
+    let (mut validated, mut accepted) = (0, 0);
     for r in cell.runs.iter().flat_map(|r| &r.requests) {
         k.offered += 1;
         match r.status {
@@ -417,20 +517,40 @@ fn counts(cell: &CellInput) -> RequestCounts {
             RequestStatus::Unfinished => k.unfinished += 1,
         }
         if let Some(a) = r.accepted {
-            k.validated += 1;
-            k.accepted += u64::from(a);
+            validated += 1;
+            accepted += u64::from(a);
         }
+    }
+    // An invalid cell shows request counts only: its accepted answers are not a result.
+    if scored {
+        k.validated = Some(validated);
+        k.accepted = Some(accepted);
     }
     k
 }
 
-/// Accepted answers of every offered request; `None` without an offered request.
+/// Accepted answers of every offered request; `None` without an offered request or a score.
 fn accepted_share(k: &RequestCounts) -> Option<f64> {
-    (k.offered > 0).then(|| k.accepted as f64 / k.offered as f64)
+    let accepted = k.accepted?;
+    (k.offered > 0).then(|| accepted as f64 / k.offered as f64)
 }
 
-/// What one valid cell's scores are, before its decision.
+/// The cell as the decision table reads it: a cell whose evidence makes it invalid is the
+/// table's invalid row, whatever its name.
+fn effective_cell(cell: &CellInput) -> TestCell {
+    if cell.invalid_reasons.is_empty() {
+        return cell.test_cell.clone();
+    }
+    cell.test_cell
+        .clone()
+        .mark_invalid(&cell.invalid_reasons.join("; "))
+        .unwrap_or_else(|_| cell.test_cell.clone())
+}
+
+/// What one valid cell's scores are, before its decision. Only a [`ScoreableCell`] holds one.
 struct Scored<'a> {
+    #[allow(dead_code)] // the key that proves the cell may be scored
+    cell: ScoreableCell,
     latency: BTreeMap<String, ClassLatency>,
     goodput: BTreeMap<String, ClassGoodput>,
     total: RepeatSummary,
@@ -443,7 +563,11 @@ struct Scored<'a> {
 /// Analyzes a study under its policy.
 pub fn analyze(policy: &Policy, input: &StudyInput) -> AnalysisBody {
     let keys = Keys::new(input);
-    let b0 = input.cells.iter().find(|c| c.test_cell == TestCell::B0);
+    let b0_cell = input.cells.iter().find(|c| c.test_cell == TestCell::B0);
+    let scoreable = |cell: &CellInput| effective_cell(cell).scoreable().ok();
+    // An invalid B0 is no baseline: nothing is paired or compared against it.
+    let b0 = b0_cell.filter(|c| scoreable(c).is_some());
+    let baseline_invalid = b0_cell.is_some() && b0.is_none();
     let b0_rows = b0.map(|c| pairs::first_rows(c, &keys));
     let b0_pass = b0_rows.as_deref().map(pairs::verdicts);
     let b0_lengths = b0_rows
@@ -460,14 +584,10 @@ pub fn analyze(policy: &Policy, input: &StudyInput) -> AnalysisBody {
             flip_rate: (b + cc) as f64 / n as f64,
         })
     });
-    let is_valid = |cell: &CellInput| {
-        cell.invalid_reasons.is_empty() && !matches!(cell.test_cell, TestCell::Invalid { .. })
-    };
-    let b0_points = b0.filter(|c| is_valid(c)).map(goodput_points);
+    let b0_points = b0.map(goodput_points);
     let mut cells = Vec::new();
     for cell in &input.cells {
-        let valid = is_valid(cell);
-        let scored = valid.then(|| {
+        let scored = scoreable(cell).map(|key| {
             let points = goodput_points(cell);
             let b0_side = b0_points
                 .as_deref()
@@ -481,6 +601,7 @@ pub fn analyze(policy: &Policy, input: &StudyInput) -> AnalysisBody {
                 (_, Some(base)) => paired_rows(policy, &keys.items, base, &pass, &b0_lengths),
             };
             Scored {
+                cell: key,
                 latency: latency(policy, cell),
                 goodput,
                 total,
@@ -490,17 +611,25 @@ pub fn analyze(policy: &Policy, input: &StudyInput) -> AnalysisBody {
                 summary,
             }
         });
-        cells.push((cell, valid, scored));
+        cells.push((cell, scored));
     }
     let b0_scored = cells
         .iter()
         .find(|c| c.0.test_cell == TestCell::B0)
-        .and_then(|c| c.2.as_ref());
+        .and_then(|c| c.1.as_ref());
     let b0_floors: Vec<FloorCheck> = b0_scored.map(|s| s.floors.clone()).unwrap_or_default();
+    let b0_manifest = b0_cell.and_then(|c| c.manifest.as_ref());
+    let c1_manifest = input
+        .cells
+        .iter()
+        .find(|c| c.test_cell == TestCell::C1)
+        .and_then(|c| c.manifest.as_ref());
+    let classes: Vec<String> = policy.classes.iter().map(|c| c.name.clone()).collect();
     let cells = cells
         .iter()
-        .map(|(cell, valid, scored)| {
-            let requests = counts(cell);
+        .map(|(cell, scored)| {
+            let valid = scored.is_some();
+            let requests = counts(cell, valid);
             let mut runs: Vec<i64> = cell.runs.iter().map(|r| r.run_id).collect();
             runs.sort_unstable();
             let empty = repeat_summary(&[]);
@@ -509,15 +638,18 @@ pub fn analyze(policy: &Policy, input: &StudyInput) -> AnalysisBody {
                 .as_ref()
                 .and_then(|s| s.summary.map(|i| &s.points[i]));
             let comparable = match (&b0_points, cell.test_cell == TestCell::B0) {
-                (Some(b), false) if *valid => points::comparison(&cell.cell, point, b),
+                (Some(b), false) if valid => points::comparison(&cell.cell, point, b),
                 _ => None,
             };
             // B0's goodput where the candidate is compared: at the shared point.
             let b0_at_point = point.and_then(|p| {
                 let b = b0_points.as_deref()?.iter().find(|b| b.point == p.point)?;
-                Some(goodput(policy, &b.runs).1)
+                Some(goodput(policy, &b.runs))
             });
-            let b0_total = b0_at_point.as_ref().or(b0_scored.map(|s| &s.total));
+            let b0_goodput = b0_at_point
+                .as_ref()
+                .map(|(g, t)| (g, t))
+                .or(b0_scored.map(|s| (&s.goodput, &s.total)));
             let not_compared = comparable
                 .as_ref()
                 .filter(|c| !c.comparable)
@@ -525,16 +657,28 @@ pub fn analyze(policy: &Policy, input: &StudyInput) -> AnalysisBody {
             let (paired, floors) = scored
                 .as_ref()
                 .map_or((&[][..], &[][..]), |s| (&s.paired[..], &s.floors[..]));
-            let decision = decide(
+            let empty_goodput = BTreeMap::new();
+            let held = if cell.test_cell.is_candidate() {
+                held_constant(cell, b0_manifest, c1_manifest)
+            } else {
+                Vec::new()
+            };
+            let decision = decide(decide::Gates {
                 cell,
-                *valid,
+                table_cell: &effective_cell(cell),
+                valid,
+                baseline_invalid,
+                classes: &classes,
                 paired,
                 floors,
+                goodput: scored.as_ref().map_or(&empty_goodput, |s| &s.goodput),
                 total,
-                b0_total,
-                &b0_floors,
-                not_compared,
-            );
+                b0_goodput,
+                b0_floors: &b0_floors,
+                goodput_not_compared: not_compared,
+                held,
+                noise_floor: noise_floor.as_ref(),
+            });
             let corpus_mismatches = match &cell.evaluation_corpus_sha256 {
                 Some(frozen) => cell
                     .runs
@@ -547,7 +691,7 @@ pub fn analyze(policy: &Policy, input: &StudyInput) -> AnalysisBody {
                 cell: cell.cell.clone(),
                 test_cell: cell.test_cell.clone(),
                 manifest_sha256: cell.manifest_sha256.clone(),
-                valid: *valid,
+                valid,
                 invalid_reasons: cell.invalid_reasons.clone(),
                 runs,
                 accepted_share: accepted_share(&requests),
@@ -565,8 +709,8 @@ pub fn analyze(policy: &Policy, input: &StudyInput) -> AnalysisBody {
                 floors: floors.to_vec(),
                 capacity: cell.capacity.clone(),
                 decision,
-                unpaired: if *valid {
-                    unpaired(input, &keys, cell, b0.filter(|c| is_valid(c)))
+                unpaired: if valid && !baseline_invalid {
+                    unpaired(input, &keys, cell, b0)
                 } else {
                     Vec::new()
                 },
@@ -586,10 +730,78 @@ pub fn analyze(policy: &Policy, input: &StudyInput) -> AnalysisBody {
         })
         .collect();
     AnalysisBody {
-        classes: policy.classes.iter().map(|c| c.name.clone()).collect(),
+        classes,
         cells,
         noise_floor,
     }
+}
+
+/// The held-constant findings of `cell` against the study's B0 (and C1), before any named
+/// intervention accepts them; empty for B0.
+pub fn held_constant_findings(input: &StudyInput, cell: &CellInput) -> Vec<HeldConstantFinding> {
+    if !cell.test_cell.is_candidate() {
+        return Vec::new();
+    }
+    let manifest_of = |t: TestCell| {
+        input
+            .cells
+            .iter()
+            .find(|c| c.test_cell == t)
+            .and_then(|c| c.manifest.as_ref())
+    };
+    held_constant(cell, manifest_of(TestCell::B0), manifest_of(TestCell::C1))
+}
+
+/// The held-constant findings of a candidate: the red findings of its manifest against B0's,
+/// and for C2 the backend or kernel coupling against C1's (amber in `manifest diff`, but it
+/// leaves calibration's effect unattributed). A manifest that cannot be read back proves
+/// nothing held constant: that is a finding too.
+fn held_constant(
+    cell: &CellInput,
+    b0: Option<&crate::manifest::Manifest>,
+    c1: Option<&crate::manifest::Manifest>,
+) -> Vec<HeldConstantFinding> {
+    use crate::manifest::{diff, FindingKind, Severity};
+    let Some(candidate) = cell.manifest.as_ref() else {
+        return vec![HeldConstantFinding {
+            against: "B0".into(),
+            path: "(manifest)".into(),
+            kind: FindingKind::HeldConstantViolation,
+            reference_value: None,
+            candidate_value: None,
+            message: format!(
+                "the frozen manifest of {} cannot be read back: nothing is proven held constant",
+                cell.cell
+            ),
+        }];
+    };
+    let Some(b0) = b0 else {
+        return Vec::new();
+    };
+    let found = |against: &str, f: crate::manifest::Finding| HeldConstantFinding {
+        against: against.into(),
+        path: f.path,
+        kind: f.kind,
+        reference_value: f.reference_value,
+        candidate_value: f.candidate_value,
+        message: f.message,
+    };
+    let mut out: Vec<HeldConstantFinding> = diff(b0, candidate)
+        .into_iter()
+        .filter(|f| f.severity == Severity::Red)
+        .map(|f| found("B0", f))
+        .collect();
+    if cell.test_cell == TestCell::C2 {
+        if let Some(c1) = c1 {
+            out.extend(
+                diff(c1, candidate)
+                    .into_iter()
+                    .filter(|f| f.kind == FindingKind::CoupledIntervention)
+                    .map(|f| found("C1", f)),
+            );
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -41,6 +41,7 @@ fn req(
         prompt_tokens: Some(prompt),
         completion_tokens: Some(out),
         accepted,
+        item_input_tokens: None,
     }
 }
 
@@ -54,7 +55,19 @@ fn cell(name: &str, test_cell: TestCell, runs: Vec<RunInput>) -> CellInput {
         capacity: CapacityEvidence::default(),
         evaluation_corpus_sha256: None,
         admission_limit: Some(8),
+        manifest: Some(manifest(name)),
+        interventions: Vec::new(),
     }
+}
+
+/// B0's fixture manifest renamed to `name`: every held-constant field equal to B0's.
+fn manifest(name: &str) -> crate::manifest::Manifest {
+    let mut m = crate::manifest::Manifest::from_json(include_str!(
+        "../../../../fixtures/manifests/llama31-8b-h100-b0.json"
+    ))
+    .unwrap();
+    m.cell = name.into();
+    m
 }
 
 /// Arrivals every test run shares unless it says otherwise: the same point, the same arrivals.
@@ -216,7 +229,7 @@ fn goodput_counts_the_cohort_the_drain_deadline_and_every_miss() {
     // Every request is offered, whatever its status.
     let r = &a.cells[0].requests;
     assert_eq!((r.offered, r.completed, r.failed, r.timeout), (9, 7, 1, 1));
-    assert_eq!((r.validated, r.accepted), (9, 6));
+    assert_eq!((r.validated, r.accepted), (Some(9), Some(6)));
     // The accepted share keeps the failure and the timeout in its denominator.
     assert_eq!(a.cells[0].accepted_share, Some(6.0 / 9.0));
     // Latency of `ok` requests of the class: TTFT 50, 150, 10, 50, 50, 10.
@@ -593,8 +606,18 @@ fn an_invalid_cell_gets_no_score() {
         c.paired.is_empty() && c.floors.is_empty() && c.goodput.is_empty() && c.latency.is_empty()
     );
     assert_eq!(c.goodput_total.mean, None);
-    // Its requests stay visible as offered demand.
+    // Its requests stay visible as offered demand; nothing it answered is counted as a result.
     assert_eq!(c.requests.offered, 400);
+    assert_eq!((c.requests.validated, c.requests.accepted), (None, None));
+    assert_eq!(c.accepted_share, None);
+    assert_eq!(
+        c.decision.table_decision.as_deref(),
+        Some("Mark invalid; do not manufacture a result")
+    );
+    assert!(c
+        .decision
+        .headline
+        .contains("Mark invalid; do not manufacture a result"));
 }
 
 #[test]
@@ -687,8 +710,8 @@ fn adjudications_recount_the_pairs_they_label_and_leave_the_rest() {
 #[test]
 fn a_cell_without_offered_requests_has_no_accepted_share_rather_than_zero() {
     let c = cell("B0", TestCell::B0, Vec::new());
-    assert_eq!(counts(&c).offered, 0);
-    assert_eq!(accepted_share(&counts(&c)), None);
+    assert_eq!(counts(&c, true).offered, 0);
+    assert_eq!(accepted_share(&counts(&c, true)), None);
 }
 
 use crate::operating_point::OfferedLoad;
@@ -1115,4 +1138,373 @@ fn the_output_length_stratum_follows_b0s_answer() {
     assert!(row("output_length=medium").is_none(), "no pair there");
     let last = *reading_order(&c.paired).last().unwrap();
     assert_eq!(c.paired[last].stratum, "output_length=unknown");
+}
+
+/// Two classes: short (≤ 100 input tokens) and long (≤ 1000).
+fn two_class_policy() -> Policy {
+    Policy::from_json_text(&format!(
+        r#"{{"classes": [{{"name": "short", "max_input_tokens": 100,
+                         "slo": {{"ttft_ms": 100, "itl_ms": 10, "e2e_ms": 1000}}}},
+                        {{"name": "long", "max_input_tokens": 1000,
+                         "slo": {{"ttft_ms": 100, "itl_ms": 10, "e2e_ms": 1000}}}}],
+            "goodput": {{"interval_s": 10, "drain_s": 5}},
+            "alpha": 0.05,
+            "segments": {SEGMENTS}}}"#
+    ))
+    .unwrap()
+}
+
+/// A load run with `short` good requests of 10 input tokens and `long` of 500, every one good.
+fn class_run(run_id: i64, short: usize, long: usize) -> RunInput {
+    let mut requests = Vec::new();
+    for (i, tokens) in std::iter::repeat_n(10, short)
+        .chain(std::iter::repeat_n(500, long))
+        .enumerate()
+    {
+        let t = i as f64 * 10.0;
+        requests.push(req(
+            t,
+            Done,
+            Some(t),
+            Some(t + 10.0),
+            Some(t + 20.0),
+            tokens,
+            2,
+            Some(true),
+        ));
+    }
+    load(run_id, requests)
+}
+
+fn gate<'a>(c: &'a CellAnalysis, class: &str) -> &'a ClassGate {
+    c.decision
+        .goodput_by_class
+        .iter()
+        .find(|g| g.class == class)
+        .unwrap_or_else(|| panic!("{class}: {:?}", c.decision.goodput_by_class))
+}
+
+#[test]
+fn a_class_loss_is_not_hidden_by_a_class_gain() {
+    let p = two_class_policy();
+    let input = StudyInput {
+        items: Vec::new(),
+        prompts: digests(),
+        cells: vec![
+            cell(
+                "B0",
+                TestCell::B0,
+                vec![class_run(1, 10, 10), class_run(2, 11, 11)],
+            ),
+            // Short six times, long halved: the total is well above B0's, beyond variation.
+            cell(
+                "C2",
+                TestCell::C2,
+                vec![class_run(3, 60, 5), class_run(4, 61, 6)],
+            ),
+        ],
+    };
+    let a = analyze(&p, &input);
+    let c = &a.cells[1];
+    let (ct, bt) = (&c.goodput_total, &a.cells[0].goodput_total);
+    assert!(
+        ct.ci_low.unwrap() > bt.ci_high.unwrap(),
+        "the total is better"
+    );
+    assert_eq!(gate(c, "short").status, GateStatus::Qualifies);
+    assert_eq!(gate(c, "long").status, GateStatus::DoesNot);
+    assert_eq!(c.decision.goodput_qualifies, Some(false));
+    assert_ne!(c.decision.outcome, SuggestedOutcome::Promote);
+    assert!(
+        c.decision
+            .rules
+            .iter()
+            .any(|r| r.contains("cell total") && r.contains("never gates")),
+        "{:?}",
+        c.decision.rules
+    );
+}
+
+#[test]
+fn every_class_must_qualify_and_an_unclassified_request_blocks_promote() {
+    let p = two_class_policy();
+    let better = || vec![class_run(3, 30, 30), class_run(4, 31, 31)];
+    let b0 = || {
+        cell(
+            "B0",
+            TestCell::B0,
+            vec![class_run(1, 10, 10), class_run(2, 11, 11)],
+        )
+    };
+    let input = StudyInput {
+        items: Vec::new(),
+        prompts: digests(),
+        cells: vec![b0(), cell("C2", TestCell::C2, better())],
+    };
+    let c = &analyze(&p, &input).cells[1];
+    assert!(c
+        .decision
+        .goodput_by_class
+        .iter()
+        .all(|g| g.status == GateStatus::Qualifies));
+    assert_eq!(c.decision.goodput_qualifies, Some(true));
+    // A request without its own token count takes its fixture item's: still classified.
+    let mut runs = better();
+    runs[0].requests[0].prompt_tokens = None;
+    runs[0].requests[0].item_input_tokens = Some(10);
+    let input = StudyInput {
+        items: Vec::new(),
+        prompts: digests(),
+        cells: vec![b0(), cell("C2", TestCell::C2, runs.clone())],
+    };
+    let c = &analyze(&p, &input).cells[1];
+    assert_eq!(c.decision.goodput_qualifies, Some(true));
+    assert!(!c.goodput.contains_key(UNCLASSIFIED));
+    // One with neither stays unclassified, and blocks promote, named.
+    runs[0].requests[0].item_input_tokens = None;
+    let input = StudyInput {
+        items: Vec::new(),
+        prompts: digests(),
+        cells: vec![b0(), cell("C2", TestCell::C2, runs)],
+    };
+    let c = &analyze(&p, &input).cells[1];
+    let u = gate(c, UNCLASSIFIED);
+    assert_eq!(u.status, GateStatus::Undecided);
+    assert!(u.reason.contains("block promote"), "{}", u.reason);
+    assert_eq!(c.decision.goodput_qualifies, None);
+    assert_ne!(c.decision.outcome, SuggestedOutcome::Promote);
+}
+
+#[test]
+fn slo_only_goodput_never_qualifies_and_says_so() {
+    let p = two_class_policy();
+    let mut runs = vec![class_run(3, 30, 30), class_run(4, 31, 31)];
+    for r in runs.iter_mut().flat_map(|r| &mut r.requests) {
+        r.accepted = None;
+    }
+    let input = StudyInput {
+        items: Vec::new(),
+        prompts: digests(),
+        cells: vec![
+            cell(
+                "B0",
+                TestCell::B0,
+                vec![class_run(1, 10, 10), class_run(2, 11, 11)],
+            ),
+            cell("C2", TestCell::C2, runs),
+        ],
+    };
+    let c = &analyze(&p, &input).cells[1];
+    assert!(c.goodput["short"].slo_only);
+    for g in &c.decision.goodput_by_class {
+        assert_eq!(g.status, GateStatus::Undecided, "{g:?}");
+        assert!(g.reason.contains("SLO-only"), "{}", g.reason);
+    }
+    assert_eq!(c.decision.goodput_qualifies, None);
+    assert_ne!(c.decision.outcome, SuggestedOutcome::Promote);
+}
+
+/// A candidate with one run at B0's rate and one at another rate has one repeat at the compared
+/// point, not two: its goodput cannot qualify on the pair.
+#[test]
+fn two_rates_cannot_pass_as_repeats_that_qualify() {
+    let p = policy(SEGMENTS);
+    let input = StudyInput {
+        items: Vec::new(),
+        prompts: Vec::new(),
+        cells: vec![
+            cell(
+                "B0",
+                TestCell::B0,
+                vec![at_rate(1, 1.0, 2), at_rate(2, 1.0, 3)],
+            ),
+            cell(
+                "C2",
+                TestCell::C2,
+                vec![at_rate(3, 1.0, 10), at_rate(4, 2.0, 10)],
+            ),
+        ],
+    };
+    let c = &analyze(&p, &input).cells[1];
+    assert_eq!(c.goodput["short"].repeats.n, 1);
+    let g = gate(c, "short");
+    assert_eq!(g.status, GateStatus::Undecided, "{g:?}");
+    assert!(g.reason.contains("fewer than 2 repeats"), "{}", g.reason);
+    assert_eq!(c.decision.goodput_qualifies, None);
+}
+
+/// B0 and a candidate whose quality and goodput both qualify (see the retain/promote test).
+fn promotable(candidate: CellInput) -> StudyInput {
+    let run = |id, k: usize| {
+        let mut r = many(id, 400, 0);
+        for (i, q) in r.requests.iter_mut().enumerate() {
+            if i >= k {
+                q.first_token_ms = Some(q.dispatch_ms.unwrap() + 500.0);
+                q.finish_ms = Some(q.dispatch_ms.unwrap() + 600.0);
+            }
+        }
+        r
+    };
+    let mut candidate = candidate;
+    candidate.runs = vec![run(5, 300), run(6, 302)];
+    StudyInput {
+        items: many_items(400),
+        prompts: digests(),
+        cells: vec![
+            cell("B0", TestCell::B0, vec![run(1, 100), run(2, 102)]),
+            candidate,
+        ],
+    }
+}
+
+#[test]
+fn a_weights_change_is_uncontrolled_until_a_named_intervention_accepts_it() {
+    let p = policy(SEGMENTS);
+    let held = cell("C2", TestCell::C2, Vec::new());
+    let c = &analyze(&p, &promotable(held.clone())).cells[1];
+    assert_eq!(
+        c.decision.outcome,
+        SuggestedOutcome::Promote,
+        "{:?}",
+        c.decision.rules
+    );
+    assert!(c.decision.uncontrolled_findings.is_empty());
+
+    let mut changed = held;
+    changed.manifest.as_mut().unwrap().weights_digest = format!("sha256:{}", "e".repeat(64));
+    let c = &analyze(&p, &promotable(changed.clone())).cells[1];
+    assert_eq!(c.decision.outcome, SuggestedOutcome::Uncontrolled);
+    let f = &c.decision.uncontrolled_findings;
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(
+        (f[0].against.as_str(), f[0].path.as_str()),
+        ("B0", "weights_digest")
+    );
+    assert!(
+        c.decision.headline.starts_with("uncontrolled comparison"),
+        "{}",
+        c.decision.headline
+    );
+    assert!(c.decision.headline.contains("`weights_digest`"));
+    // The gates are still shown.
+    assert_eq!(c.decision.goodput_qualifies, Some(true));
+
+    // An intervention over other values accepts nothing.
+    let mut stale = f[0].clone();
+    stale.candidate_value = Some("\"sha256:other\"".into());
+    let intervention = |accepts| Intervention {
+        event: 7,
+        by: "architect".into(),
+        at: "2026-12-02T10:00:00Z".into(),
+        why: "calibrated checkpoint adds KV scale tensors".into(),
+        accepts,
+    };
+    let mut named = changed.clone();
+    named.interventions.push(intervention(vec![stale]));
+    let c = &analyze(&p, &promotable(named)).cells[1];
+    assert_eq!(c.decision.outcome, SuggestedOutcome::Uncontrolled);
+
+    // The named intervention that accepts it: controlled again, and the acceptance is shown.
+    let finding = f[0].clone();
+    let mut named = changed;
+    named
+        .interventions
+        .push(intervention(vec![finding.clone()]));
+    let c = &analyze(&p, &promotable(named)).cells[1];
+    assert!(c.decision.uncontrolled_findings.is_empty());
+    assert_eq!(c.decision.outcome, SuggestedOutcome::Promote);
+    let a = &c.decision.accepted_findings;
+    assert_eq!(a.len(), 1);
+    assert_eq!((a[0].event, a[0].by.as_str()), (7, "architect"));
+    assert_eq!(a[0].finding, finding);
+    assert!(c
+        .decision
+        .rules
+        .iter()
+        .any(|r| r.contains("named intervention of architect")));
+}
+
+#[test]
+fn c2_switching_the_backend_against_c1_is_uncontrolled() {
+    let p = policy(SEGMENTS);
+    let c1 = cell("C1", TestCell::C1, vec![many(9, 400, 0)]);
+    let mut c2 = cell("C2", TestCell::C2, Vec::new());
+    c2.manifest.as_mut().unwrap().attention_backend = "TRITON_ATTN".into();
+    let mut input = promotable(c2);
+    input.cells.push(c1);
+    let a = analyze(&p, &input);
+    let c = &a.cells[1];
+    assert_eq!(c.decision.outcome, SuggestedOutcome::Uncontrolled);
+    assert!(c
+        .decision
+        .uncontrolled_findings
+        .iter()
+        .any(|f| f.against == "C1" && f.path == "attention_backend"));
+}
+
+#[test]
+fn an_invalid_b0_scores_no_candidate() {
+    let p = policy(SEGMENTS);
+    let mut b0 = cell("B0", TestCell::B0, vec![many(1, 400, 0), many(3, 400, 0)]);
+    b0.invalid_reasons
+        .push("invalid — compatibility evidence missing".into());
+    let input = StudyInput {
+        items: many_items(400),
+        prompts: digests(),
+        cells: vec![b0, cell("C1", TestCell::C1, vec![many(2, 400, 3)])],
+    };
+    let a = analyze(&p, &input);
+    assert_eq!(a.noise_floor, None, "an invalid B0 has no noise floor");
+    let b = &a.cells[0];
+    assert_eq!(b.decision.outcome, SuggestedOutcome::Invalid);
+    assert!(
+        b.decision.headline.starts_with("baseline invalid"),
+        "{}",
+        b.decision.headline
+    );
+    assert_eq!((b.requests.validated, b.requests.accepted), (None, None));
+    let c = &a.cells[1];
+    assert_eq!(c.decision.outcome, SuggestedOutcome::BaselineInvalid);
+    assert!(c.paired.is_empty() && c.unpaired.is_empty(), "no pair");
+    assert_eq!(c.goodput_comparable, None);
+    assert_eq!(c.decision.quality_qualifies, None);
+    assert_eq!(c.decision.goodput_qualifies, None);
+    assert!(c.decision.goodput_by_class.is_empty());
+    assert!(
+        c.decision.headline.starts_with("baseline invalid"),
+        "{}",
+        c.decision.headline
+    );
+    // A regression that would otherwise show is not manufactured either.
+    assert!(!c.decision.rules.iter().any(|r| r.contains("inferior")));
+}
+
+#[test]
+fn an_undecided_quality_gate_headlines_collect_more_evidence_with_the_pairs_needed() {
+    let p = policy(SEGMENTS);
+    let input = StudyInput {
+        items: items(),
+        prompts: digests(),
+        cells: vec![
+            cell("B0", TestCell::B0, vec![quality(1, &[true; 8])]),
+            cell("C2", TestCell::C2, vec![quality(2, &[true; 8])]),
+        ],
+    };
+    let c = &analyze(&p, &input).cells[1];
+    assert_eq!(c.decision.quality_qualifies, None);
+    assert_eq!(c.decision.outcome, SuggestedOutcome::CollectMoreEvidence);
+    let needed = c.decision.pairs_needed.expect("the planner's figure");
+    let row = c.paired.iter().find(|r| r.stratum == "de").unwrap();
+    assert_eq!(
+        needed,
+        crate::stats::required_pairs(row.margin, 0.0, row.alpha, 0.8).unwrap()
+    );
+    assert!(needed > row.n);
+    let h = &c.decision.headline;
+    assert!(
+        h.starts_with("collect more evidence — quality undecided"),
+        "{h}"
+    );
+    assert!(h.contains(&format!("needs {needed} paired items")), "{h}");
+    assert!(!h.contains("quality holds") && !h.contains("retain"), "{h}");
 }

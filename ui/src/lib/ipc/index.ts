@@ -22,6 +22,7 @@ import type { AuditEvent } from '$lib/bindings/AuditEvent';
 import type { AuditReport } from '$lib/bindings/AuditReport';
 import type { Checklist } from '$lib/bindings/Checklist';
 import type { DecideInput } from '$lib/bindings/DecideInput';
+import type { InterventionInput } from '$lib/bindings/InterventionInput';
 import type { LabelInput } from '$lib/bindings/LabelInput';
 import type { LabelOutcome } from '$lib/bindings/LabelOutcome';
 import type { LoadRunInput } from '$lib/bindings/LoadRunInput';
@@ -266,6 +267,11 @@ export const signCheck = (input: SignInput): Promise<AuditEvent> => call('sign_c
 /** Records the decision for a candidate with its rationale; the suggested outcome and the state of
  * the checks are recorded with it. Appended to the study's audit chain. */
 export const decide = (input: DecideInput): Promise<AuditEvent> => call('decide', { input });
+
+/** Records a named intervention: who accepts which held-constant findings of a candidate, and why.
+ * Appended to the study's audit chain; accepted findings no longer make the comparison uncontrolled. */
+export const recordIntervention = (input: InterventionInput): Promise<AuditEvent> =>
+  call('record_intervention', { input });
 
 /** Every problem of a recovery plan text, each with its JSON path; empty when it may be recorded. Stores nothing. */
 export const checkRecoveryPlan = (planJson: string): Promise<PolicyProblem[]> => call('check_recovery_plan', { planJson });

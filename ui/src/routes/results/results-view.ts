@@ -1,7 +1,8 @@
-// The analysis's codes and counts in words, with the tone each is shown in: verdicts, outcomes,
+// The analysis's codes and counts in words, with the tone each is shown in: verdicts, outcome tones,
 // test cells, floors, gates, the noise floor, SLO misses. Every figure comes from the backend's
 // `study_results`; nothing here decides a verdict, a gate or an outcome.
 
+import type { GateStatus } from '$lib/bindings/GateStatus';
 import type { NoiseFloor } from '$lib/bindings/NoiseFloor';
 import type { OperatingPoint } from '$lib/bindings/OperatingPoint';
 import type { UnpairedReason } from '$lib/bindings/UnpairedReason';
@@ -22,16 +23,6 @@ export function verdictTone(verdict: PairedVerdict): Tone {
   return verdict === 'non_inferior' ? 'ok' : verdict === 'inferior' ? 'danger' : 'warn';
 }
 
-export const OUTCOME_LABEL: Record<SuggestedOutcome, string> = {
-  baseline: 'baseline — retained as the rollback target',
-  promote: 'promote — quality and goodput both qualify',
-  retain: 'retain B0 — quality holds, goodput does not improve',
-  calibrate: 'calibrate — a protected segment regressed',
-  rollback: 'roll back — a protected segment regressed after the intervention',
-  collect_more_evidence: 'collect more evidence',
-  invalid: 'invalid — no score',
-};
-
 export function outcomeTone(outcome: SuggestedOutcome): Tone {
   switch (outcome) {
     case 'promote':
@@ -39,6 +30,8 @@ export function outcomeTone(outcome: SuggestedOutcome): Tone {
     case 'calibrate':
     case 'rollback':
     case 'invalid':
+    case 'baseline_invalid':
+    case 'uncontrolled':
       return 'danger';
     case 'collect_more_evidence':
     case 'retain':
@@ -74,6 +67,15 @@ export function floorLabel(passes: boolean | null): string {
 /** A quality or goodput gate of the decision. */
 export function gateLabel(qualifies: boolean | null): string {
   return qualifies === null ? 'undecided' : qualifies ? 'qualifies' : 'does not qualify';
+}
+
+/** The goodput gate of one class, in the same words as the whole gate. */
+export function classGateLabel(status: GateStatus): string {
+  return gateLabel(status === 'undecided' ? null : status === 'qualifies');
+}
+
+export function classGateTone(status: GateStatus): Tone {
+  return status === 'qualifies' ? 'ok' : status === 'does_not' ? 'danger' : 'warn';
 }
 
 /** The noise floor in words, or why there is none. */
