@@ -129,6 +129,7 @@ async fn a_weights_change_is_uncontrolled_until_a_named_intervention_accepts_it(
         out: out.to_string_lossy().into_owned(),
         zip: false,
         representative: None,
+        sign: false,
     })
     .await
     .unwrap();

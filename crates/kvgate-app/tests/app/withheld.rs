@@ -7,7 +7,7 @@ use kvgate_app::review::{LabelInput, ReviewFilter};
 use kvgate_app::signoff::Check;
 use kvgate_app::{App, DbLocation, ErrorCode};
 use kvgate_core::policy::Withheld;
-use kvgate_core::review::AdjudicationLabel;
+use kvgate_core::review::ReviewLabel;
 use kvgate_core::study::StudyStep;
 use serde_json::Value;
 
@@ -80,7 +80,7 @@ async fn before_the_lock_no_verdict_count_queue_label_or_run_file_is_given_out()
     refused(
         app.label_pair(LabelInput {
             pair_id: pair,
-            label: AdjudicationLabel::BothAcceptable,
+            label: ReviewLabel::BothAcceptable,
             note: String::new(),
             by: "reviewer".into(),
         })
@@ -173,6 +173,7 @@ async fn a_first_lock_after_results_is_marked_everywhere_and_for_good() {
         out: out.display().to_string(),
         zip: false,
         representative: None,
+        sign: false,
     })
     .await
     .unwrap();

@@ -3,4 +3,4 @@
 /**
  * What an audit event records.
  */
-export type AuditKind = "label" | "signoff" | "decision";
+export type AuditKind = "label" | "signoff" | "decision" | "intervention";

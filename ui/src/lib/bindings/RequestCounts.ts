@@ -21,6 +21,7 @@ rejected: number, timeout: number,
  */
 unfinished: number, 
 /**
- * Judged by the validator, and of those accepted.
+ * Judged by the validator, and of those accepted. Absent for an invalid cell: it shows
+ * request counts only, never a score.
  */
-validated: number, accepted: number, };
+validated?: number, accepted?: number, };

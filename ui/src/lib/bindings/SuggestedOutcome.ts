@@ -3,4 +3,4 @@
 /**
  * The outcome the decision table suggests for a cell.
  */
-export type SuggestedOutcome = "baseline" | "promote" | "retain" | "calibrate" | "rollback" | "collect_more_evidence" | "invalid";
+export type SuggestedOutcome = "baseline" | "promote" | "retain" | "calibrate" | "rollback" | "collect_more_evidence" | "invalid" | "baseline_invalid" | "uncontrolled";

@@ -152,6 +152,11 @@ export function cell(name: string, patch: Partial<Cell> = {}): Cell {
           next_experiment: [],
           quality_qualifies: null,
           goodput_qualifies: null,
+          headline: 'baseline — retained as the rollback target',
+          goodput_by_class: [],
+          uncontrolled_findings: [],
+          accepted_findings: [],
+          pairs_needed: null,
         }
       : {
           outcome: 'calibrate',
@@ -160,6 +165,19 @@ export function cell(name: string, patch: Partial<Cell> = {}): Cell {
           next_experiment: ['investigate scales: calibrated FP8 (C2)'],
           quality_qualifies: false,
           goodput_qualifies: null,
+          headline: 'calibrate — protected segment `de-long` regressed',
+          goodput_by_class: [
+            {
+              class: 'short',
+              status: 'undecided',
+              reason: 'fewer than 2 repeats on a side: goodput variation unknown',
+              candidate_per_s: 0.5,
+              b0_per_s: 0.25,
+            },
+          ],
+          uncontrolled_findings: [],
+          accepted_findings: [],
+          pairs_needed: null,
         },
     ...patch,
   };
@@ -182,6 +200,11 @@ export function invalidCell(name: string): Cell {
       next_experiment: [],
       quality_qualifies: null,
       goodput_qualifies: null,
+      headline: 'invalid — Mark invalid; do not manufacture a result',
+      goodput_by_class: [],
+      uncontrolled_findings: [],
+      accepted_findings: [],
+      pairs_needed: null,
     },
   });
 }

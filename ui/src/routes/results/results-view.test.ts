@@ -1,24 +1,34 @@
 import { describe, expect, it } from 'vitest';
 import type { PairedVerdict } from '$lib/bindings/PairedVerdict';
 import {
-  OUTCOME_LABEL,
+  classGateLabel,
+  classGateTone,
   floorLabel,
   gateLabel,
   missesList,
   noiseFloorText,
+  outcomeTone,
   testCellLabel,
   verdictLabel,
 } from './results-view';
 
 describe('labels', () => {
-  it('never calls a verdict or an outcome "equivalent"', () => {
+  it('never calls a verdict "equivalent" (the headline is the backend\'s sentence)', () => {
     const verdicts: PairedVerdict[] = ['non_inferior', 'inferior', 'collect_more_evidence'];
-    const all = [...verdicts.map(verdictLabel), ...Object.values(OUTCOME_LABEL)];
-    expect(all.some((l) => /equivalen/i.test(l))).toBe(false);
+    expect(verdicts.map(verdictLabel).some((l) => /equivalen/i.test(l))).toBe(false);
     expect(verdictLabel('collect_more_evidence')).toBe('collect more evidence');
     expect(verdictLabel('non_inferior')).toBe('non-inferior');
     expect(verdictLabel('inferior')).toBe('inferior');
-    expect(OUTCOME_LABEL.invalid).toBe('invalid — no score');
+  });
+
+  it('shows an uncontrolled comparison and an invalid baseline as dangers, a class gate in the gate\'s words', () => {
+    expect(outcomeTone('uncontrolled')).toBe('danger');
+    expect(outcomeTone('baseline_invalid')).toBe('danger');
+    expect(outcomeTone('collect_more_evidence')).toBe('warn');
+    expect(classGateLabel('undecided')).toBe('undecided');
+    expect(classGateLabel('does_not')).toBe('does not qualify');
+    expect(classGateLabel('qualifies')).toBe('qualifies');
+    expect(classGateTone('does_not')).toBe('danger');
   });
 
   it('says pass, fail or no evidence for a floor, and undecided for an open gate', () => {
