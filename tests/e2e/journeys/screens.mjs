@@ -138,7 +138,7 @@ export const journeys = [
         'return [...document.querySelectorAll(\'[data-testid="policy-summary-segment"]\')].map((r) => [...r.children].map((c) => c.textContent.trim()));',
       );
       assert(
-        JSON.stringify(segments[0]) === JSON.stringify(['de', 'language de', '50.0%', '−5.0 pp', 'protected']) &&
+        JSON.stringify(segments[0]) === JSON.stringify(['de', 'language de', '10.0%', '−5.0 pp', 'protected']) &&
           JSON.stringify(segments[3]) === JSON.stringify(['absent-asset refusals', 'answer kind absent', 'none', '−10.0 pp', 'reported']),
         `floors and margins: ${JSON.stringify(segments)}`,
       );
