@@ -20,8 +20,18 @@ export class Session {
         },
       },
     };
-    const value = await request(base, 'POST', '/session', body);
-    return new Session(base, value.sessionId);
+    // A new session right after one closed has met a connection the driver had just dropped
+    // ("fetch failed" before any answer): such a request never reached the driver, so it is sent
+    // again, a few times, once the driver says it is ready.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const value = await request(base, 'POST', '/session', body);
+        return new Session(base, value.sessionId);
+      } catch (e) {
+        if (e instanceof WebDriverError || attempt === 4) throw e;
+        await waitReady(base);
+      }
+    }
   }
 
   cmd(method, path, body) {
@@ -30,6 +40,7 @@ export class Session {
 
   async close() {
     await this.cmd('DELETE', '');
+    await waitReady(this.base);
   }
 
   async find(css) {
@@ -123,6 +134,22 @@ export class Session {
       }
       await new Promise((r) => setTimeout(r, 100));
     }
+  }
+}
+
+/** Waits (up to 10 s) until the driver answers /status as ready for a new session. */
+async function waitReady(base) {
+  const deadline = Date.now() + 10000;
+  for (;;) {
+    try {
+      const res = await fetch(`${base}/status`);
+      const json = await res.json().catch(() => ({}));
+      if (res.ok && json.value?.ready !== false) return;
+    } catch {
+      /* the driver is between connections */
+    }
+    if (Date.now() > deadline) return;
+    await new Promise((r) => setTimeout(r, 200));
   }
 }
 
