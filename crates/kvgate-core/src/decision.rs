@@ -275,6 +275,8 @@ mod tests {
                     manifest_sha256: "x".into(),
                     valid,
                     invalid_reasons: vec!["startup log shows kv dtype auto".into()],
+                    uncontrolled_findings: vec![],
+                    accepted_findings: vec![],
                 }],
                 evidence: vec![],
             },
@@ -296,6 +298,8 @@ mod tests {
         let evidence = |protected: bool, passes: Option<bool>| CheckEvidence::Quality {
             evidence: QualityEvidence {
                 policy_sha256: "p".into(),
+                policy_changed_after_results: false,
+                policy_first_lock_after_results: false,
                 cells: vec![QualityCell {
                     cell: "C1".into(),
                     manifest_sha256: "m".into(),
