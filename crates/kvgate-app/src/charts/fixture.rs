@@ -108,7 +108,10 @@ pub fn cell(name: &str, patch: Value) -> Value {
             },
             "decision": {"outcome": if baseline { "baseline" } else { "calibrate" },
                          "table_decision": null, "rules": [], "next_experiment": [],
-                         "quality_qualifies": null, "goodput_qualifies": null}
+                         "quality_qualifies": null, "goodput_qualifies": null,
+                         "headline": if baseline { "baseline — retained as the rollback target" } else { "calibrate" },
+                         "goodput_by_class": [], "uncontrolled_findings": [], "accepted_findings": [],
+                         "pairs_needed": null}
         }),
         patch,
     )
@@ -125,7 +128,10 @@ pub fn invalid_cell(name: &str) -> Value {
             "goodput_total": {"n": 0, "mean": null, "sd": null, "ci_low": null, "ci_high": null},
             "paired": [],
             "decision": {"outcome": "invalid", "table_decision": null, "rules": [], "next_experiment": [],
-                         "quality_qualifies": null, "goodput_qualifies": null}
+                         "quality_qualifies": null, "goodput_qualifies": null,
+                         "headline": "invalid — Mark invalid; do not manufacture a result",
+                         "goodput_by_class": [], "uncontrolled_findings": [], "accepted_findings": [],
+                         "pairs_needed": null}
         }),
     )
 }

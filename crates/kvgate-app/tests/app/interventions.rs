@@ -10,7 +10,10 @@ use kvgate_core::analysis::SuggestedOutcome;
 use kvgate_core::review::AuditKind;
 use kvgate_core::study::NewStudy;
 
-use crate::{import_demo, lock_demo_policy, ROOT};
+use kvgate_app::imports::ImportInput;
+use kvgate_formats::import::ImportFormat;
+
+use crate::{lock_demo_policy, ROOT};
 
 /// B0 and a Q8 whose weights digest differs from B0's, the demo policy and runs.
 async fn changed_weights(dir: &tempfile::TempDir) -> (App, i64) {
@@ -24,6 +27,7 @@ async fn changed_weights(dir: &tempfile::TempDir) -> (App, i64) {
         })
         .await
         .unwrap();
+    let mut digests = Vec::new();
     for (file, weights) in [
         ("smollm2-135m-cpu-b0.json", None),
         ("smollm2-135m-cpu-q8.json", Some("e".repeat(64))),
@@ -42,9 +46,40 @@ async fn changed_weights(dir: &tempfile::TempDir) -> (App, i64) {
         app.freeze_manifest(study.id, &draft.cell, &digest)
             .await
             .unwrap();
+        digests.push(digest);
     }
     lock_demo_policy(&app, study.id).await;
-    import_demo(&app, study.id).await;
+    // The recorded runs, each bound to its cell's frozen manifest: Q8's is the changed one.
+    for ((cell, file), digest) in [("B0", "b0-f16"), ("Q8", "q8-q8_0")]
+        .into_iter()
+        .zip(&digests)
+    {
+        let path = format!("{ROOT}fixtures/demo/runs/{file}.kvgate-run.jsonl");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let (first, rest) = text.split_once('\n').unwrap();
+        let header: serde_json::Value = serde_json::from_str(first).unwrap();
+        let recorded = header["manifest_sha256"].as_str().unwrap();
+        // The header names its manifest, in its config too, and the config's digest.
+        let mut header: serde_json::Value =
+            serde_json::from_str(&first.replace(recorded, digest)).unwrap();
+        header["config_sha256"] =
+            kvgate_core::canonical::canonical_sha256(&header["config"]).into();
+        let bound = dir.path().join(format!("{file}.kvgate-run.jsonl"));
+        std::fs::write(&bound, format!("{header}\n{rest}")).unwrap();
+        app.import_file(
+            ImportInput {
+                study_id: study.id,
+                cell: cell.into(),
+                format: ImportFormat::Jsonl,
+                path: bound.to_string_lossy().into_owned(),
+                mapping: None,
+                job: None,
+            },
+            |_| {},
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{file}: {}", e.message));
+    }
     (app, study.id)
 }
 
