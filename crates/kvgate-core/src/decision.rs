@@ -173,7 +173,11 @@ pub fn evidence_failures(evidence: &CheckEvidence) -> Vec<String> {
                     .map(move |f| {
                         format!(
                             "cell {}: protected floor {} failed ({} of {} accepted, floor {})",
-                            c.cell, f.segment, f.accepted, f.n, f.floor
+                            c.cell,
+                            f.segment,
+                            crate::display::count(f.accepted),
+                            crate::display::count(f.n),
+                            crate::display::share(Some(f.floor))
                         )
                     })
             })

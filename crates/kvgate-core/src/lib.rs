@@ -17,6 +17,7 @@ pub mod canonical;
 pub mod checklist;
 pub mod compat;
 pub mod decision;
+pub mod display;
 pub mod evidence;
 pub mod fixtures;
 pub mod kv_capacity;

@@ -4,16 +4,13 @@
 
 use std::fmt::Write as _;
 
+use kvgate_core::display;
 use kvgate_core::review::AuditEvent;
 use serde_json::Value;
 
 use crate::analysis::StudyAnalysis;
 use crate::markup::escape;
 use crate::signoff::Checklist;
-
-fn opt(v: Option<f64>) -> String {
-    v.map_or_else(|| "absent".to_owned(), |x| format!("{x}"))
-}
 
 /// What the report is drawn from.
 pub struct ReportInput<'a> {
@@ -291,20 +288,19 @@ pub fn render(r: &ReportInput<'_>) -> String {
         for p in &c.paired {
             let _ = writeln!(
                 h,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">[{}, {}] at {}</td><td class=\"n\">{}</td><td class=\"n\">{} ({})</td><td>{}</td></tr>",
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{} at {}</td><td class=\"n\">{}</td><td class=\"n\">{} ({})</td><td>{}</td></tr>",
                 escape(&c.cell),
                 escape(&p.stratum),
                 if p.protected { "yes" } else { "" },
-                p.n,
-                p.b,
-                p.c,
-                opt(p.delta),
-                opt(p.ci_low),
-                opt(p.ci_high),
-                p.level,
-                p.margin,
-                p.mcnemar_p,
-                opt(p.mcnemar_p_holm),
+                display::count(p.n),
+                display::count(p.b),
+                display::count(p.c),
+                display::pp(p.delta),
+                display::pp_interval(p.ci_low, p.ci_high),
+                display::share(Some(p.level)),
+                display::pp(Some(-p.margin)),
+                display::p_value(Some(p.mcnemar_p)),
+                display::p_value(p.mcnemar_p_holm),
                 escape(
                     serde_json::to_value(p.verdict)
                         .ok()
@@ -355,7 +351,7 @@ pub fn render(r: &ReportInput<'_>) -> String {
     );
 
     // Operations.
-    h.push_str("<h2 id=\"operations\">Operations: requests, goodput, capacity</h2>\n<table><tr><th>cell</th><th>offered</th><th>completed</th><th>failed</th><th>rejected</th><th>timeout</th><th>unfinished</th><th>accepted</th><th>goodput /s (repeats, 95% interval)</th><th>engine KV tokens</th><th>rollback fits</th></tr>\n");
+    h.push_str("<h2 id=\"operations\">Operations: requests, goodput, capacity</h2>\n<table><tr><th>cell</th><th>offered</th><th>completed</th><th>failed</th><th>refused</th><th>timeout</th><th>unfinished</th><th>accepted</th><th>useful goodput (repeats, 95% interval)</th><th>engine KV tokens</th><th>rollback fits</th></tr>\n");
     for c in &a.body.cells {
         let q = &c.requests;
         let g = &c.goodput_total;
@@ -363,21 +359,21 @@ pub fn render(r: &ReportInput<'_>) -> String {
             h,
             "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{} ({}, [{}, {}])</td><td class=\"n\">{}</td><td>{}</td></tr>",
             escape(&c.cell),
-            q.offered,
-            q.completed,
-            q.failed,
-            q.rejected,
-            q.timeout,
-            q.unfinished,
+            display::count(q.offered),
+            display::count(q.completed),
+            display::count(q.failed),
+            display::count(q.refused),
+            display::count(q.timeout),
+            display::count(q.unfinished),
             q.accepted
-                .map_or_else(|| "absent (invalid cell)".to_owned(), |n| n.to_string()),
-            opt(g.mean),
-            g.n,
-            opt(g.ci_low),
-            opt(g.ci_high),
+                .map_or_else(|| "absent (invalid cell)".to_owned(), display::count),
+            display::rate(g.mean, "good/s"),
+            display::count(g.n),
+            display::rate(g.ci_low, "good/s"),
+            display::rate(g.ci_high, "good/s"),
             c.capacity
                 .engine_kv_tokens
-                .map_or_else(|| "absent".to_owned(), |t| t.to_string()),
+                .map_or_else(|| "absent".to_owned(), display::count),
             match &c.capacity.rollback_fit {
                 Some(f) if f.fits => "yes".to_owned(),
                 Some(_) => "<span class=\"void\">no</span>".to_owned(),

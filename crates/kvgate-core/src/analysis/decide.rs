@@ -1,6 +1,7 @@
 //! The decision table's suggested outcome for a cell, with every rule that fired.
 
 use super::*;
+use crate::display;
 
 pub(super) fn table_decision(cell: &TestCell) -> Option<String> {
     let row = match cell {
@@ -144,11 +145,10 @@ pub(super) fn decide(mut g: Gates<'_>) -> CellDecision {
         match r.verdict {
             PairedVerdict::Inferior => {
                 breach.push(r.stratum.clone());
+                let (high, margin) = against_margin(r.ci_high, r.margin);
                 d.rules.push(format!(
-                    "protected segment `{}`: inferior (upper bound {} < −{})",
-                    r.stratum,
-                    fmt(r.ci_high),
-                    r.margin
+                    "protected segment `{}`: inferior (upper bound {high} < {margin})",
+                    r.stratum
                 ));
             }
             PairedVerdict::CollectMoreEvidence => {
@@ -158,12 +158,11 @@ pub(super) fn decide(mut g: Gates<'_>) -> CellDecision {
                     d.pairs_needed = Some(d.pairs_needed.map_or(n, |m: u64| m.max(n)));
                 }
                 d.rules.push(format!(
-                    "protected segment `{}`: collect more evidence (n = {}, interval [{}, {}] crosses −{}){}",
+                    "protected segment `{}`: collect more evidence (n = {}, interval {} crosses {}){}",
                     r.stratum,
-                    r.n,
-                    fmt(r.ci_low),
-                    fmt(r.ci_high),
-                    r.margin,
+                    display::count(r.n),
+                    display::pp_interval(r.ci_low, r.ci_high),
+                    display::pp(Some(-r.margin)),
                     needed
                         .map(|n| format!("; the planner needs {n} pairs at power {PLANNER_POWER}"))
                         .unwrap_or_default()
@@ -182,24 +181,22 @@ pub(super) fn decide(mut g: Gates<'_>) -> CellDecision {
                     .any(|b| b.segment == f.segment && b.passes == Some(false)) =>
             {
                 baseline_below.push(f.segment.clone());
+                let (rate, floor) = against_floor(f.rate, f.floor);
                 d.rules.push(format!(
-                    "protected segment `{}`: accepted {} of {} = {} below the floor {}, and B0 is below it too: the floor is not met by the baseline either",
+                    "protected segment `{}`: accepted {} of {} = {rate} below the floor {floor}, and B0 is below it too: the floor is not met by the baseline either",
                     f.segment,
-                    f.accepted,
-                    f.n,
-                    fmt(f.rate),
-                    f.floor
+                    display::count(f.accepted),
+                    display::count(f.n)
                 ));
             }
             Some(false) => {
                 breach.push(f.segment.clone());
+                let (rate, floor) = against_floor(f.rate, f.floor);
                 d.rules.push(format!(
-                    "protected segment `{}`: accepted {} of {} = {} below the floor {}",
+                    "protected segment `{}`: accepted {} of {} = {rate} below the floor {floor}",
                     f.segment,
-                    f.accepted,
-                    f.n,
-                    fmt(f.rate),
-                    f.floor
+                    display::count(f.accepted),
+                    display::count(f.n)
                 ));
             }
             None => {
@@ -257,8 +254,9 @@ pub(super) fn decide(mut g: Gates<'_>) -> CellDecision {
         ));
     }
     if let (Some(c), Some(b)) = (g.total.mean, g.b0_goodput.and_then(|(_, t)| t.mean)) {
+        let (c, b) = against_rate(c, b);
         d.rules.push(format!(
-            "cell total {c} /s against B0's {b} /s: shown, never gates (each class gates on its own)"
+            "cell total {c} against B0's {b}: shown, never gates (each class gates on its own)"
         ));
     }
     let quality_words = {
@@ -487,20 +485,21 @@ fn class_gate(
             "no goodput measured for the candidate or for B0".into(),
         );
     };
+    let (cs, bs) = against_rate(cm, bm);
     if cm <= bm {
         return (
             DoesNot,
-            format!("useful goodput {cm} /s does not exceed B0's {bm} /s"),
+            format!("useful goodput {cs} does not exceed B0's {bs}"),
         );
     }
     match (c.repeats.ci_low, b.repeats.ci_high) {
         (Some(lo), Some(hi)) if lo > hi => (
             Qualifies,
-            format!("useful goodput {cm} /s exceeds B0's {bm} /s beyond repeat variation"),
+            format!("useful goodput {cs} exceeds B0's {bs} beyond repeat variation"),
         ),
         (Some(_), Some(_)) => (
             DoesNot,
-            format!("useful goodput {cm} /s above B0's {bm} /s but within repeat variation"),
+            format!("useful goodput {cs} above B0's {bs} but within repeat variation"),
         ),
         _ => (
             Undecided,
@@ -509,6 +508,24 @@ fn class_gate(
     }
 }
 
-pub(super) fn fmt(v: Option<f64>) -> String {
-    v.map_or_else(|| "absent".into(), |x| format!("{x}"))
+/// A paired difference's bound beside the margin it is compared with, in percentage points,
+/// with as many decimals as it takes for different values to read differently.
+fn against_margin(bound: Option<f64>, margin: f64) -> (String, String) {
+    match bound.filter(|b| b.is_finite()) {
+        Some(b) => display::distinct(b, -margin, 3, display::pp_with),
+        None => (display::ABSENT.into(), display::pp(Some(-margin))),
+    }
+}
+
+/// An accepted share beside the floor it is compared with, likewise.
+fn against_floor(rate: Option<f64>, floor: f64) -> (String, String) {
+    match rate.filter(|r| r.is_finite()) {
+        Some(r) => display::distinct(r, floor, 3, display::share_with),
+        None => (display::ABSENT.into(), display::share(Some(floor))),
+    }
+}
+
+/// A candidate's useful goodput beside B0's, likewise.
+fn against_rate(c: f64, b: f64) -> (String, String) {
+    display::distinct(c, b, 4, |v, k| display::rate_with(v, k, "good/s"))
 }

@@ -221,7 +221,7 @@ fn goodput_counts_the_cohort_the_drain_deadline_and_every_miss() {
     assert_eq!(g.misses.ttft, 1);
     assert_eq!(g.misses.not_accepted, 1);
     assert_eq!(g.misses.after_drain, 1);
-    assert_eq!((g.failed, g.unfinished, g.rejected), (1, 1, 0));
+    assert_eq!((g.failed, g.unfinished, g.refused), (1, 1, 0));
     assert_eq!(g.itl_not_applicable, 1);
     assert!(!g.slo_only);
     let u = &a.cells[0].goodput[UNCLASSIFIED];
@@ -538,6 +538,20 @@ fn a_clear_regression_rejects_c1_with_calibrate_and_c2_with_rollback() {
         a.cells[1].decision.table_decision.as_deref(),
         Some("Reject on any protected-segment gate breach")
     );
+    // The rules read as the screens do: the bound and the margin in percentage points, never a
+    // 17-digit float (the raw figures stay in the paired rows).
+    let rules = &a.cells[1].decision.rules;
+    let inferior = rules.iter().find(|r| r.contains("`de`: inferior")).unwrap();
+    assert!(
+        inferior.contains(" pp < −10.0 pp)"),
+        "the bound beside the margin: {inferior}"
+    );
+    for rule in rules {
+        let long_fraction = rule
+            .split(|c: char| !c.is_ascii_digit() && c != '.')
+            .any(|t| t.split_once('.').is_some_and(|(_, f)| f.len() > 4));
+        assert!(!long_fraction, "a raw float in a rule: {rule}");
+    }
 }
 
 #[test]
