@@ -161,8 +161,8 @@ pub async fn analyze(app: &App, args: AnalyzeArgs) -> Result<Outcome, AppError> 
             _ => String::new(),
         };
         println!(
-            "  requests offered {} completed {} failed {} rejected {} timeout {} unfinished {}{accepted}",
-            r.offered, r.completed, r.failed, r.rejected, r.timeout, r.unfinished
+            "  requests offered {} completed {} failed {} refused {} timeout {} unfinished {}{accepted}",
+            r.offered, r.completed, r.failed, r.refused, r.timeout, r.unfinished
         );
         if !c.valid {
             println!(
@@ -208,14 +208,14 @@ pub async fn analyze(app: &App, args: AnalyzeArgs) -> Result<Outcome, AppError> 
         }
         for (class, g) in &c.goodput {
             println!(
-                "  goodput {class}: {} /s{}  good {} of cohort {} (unfinished {}, failed {}, rejected {})",
+                "  goodput {class}: {} /s{}  good {} of cohort {} (unfinished {}, failed {}, refused {})",
                 num(g.per_s),
                 if g.slo_only { " (SLO-only)" } else { "" },
                 g.good,
                 g.cohort,
                 g.unfinished,
                 g.failed,
-                g.rejected
+                g.refused
             );
         }
         for p in c

@@ -163,11 +163,46 @@ pub struct OperationsEvidence {
 pub struct OperationsCell {
     pub cell: String,
     pub manifest_sha256: String,
-    pub requests: RequestCounts,
+    pub requests: RequestCountsEvidence,
     /// Per class.
     pub latency: BTreeMap<String, LatencyEvidence>,
     /// Per class.
     pub goodput: BTreeMap<String, GoodputEvidence>,
+}
+
+/// A cell's request counts as Check 3 signs them. Server refusals keep the key `rejected` they
+/// were signed under before the analysis called them `refused`, so those signatures still hold.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, JsonSchema)]
+pub struct RequestCountsEvidence {
+    pub offered: u64,
+    pub completed: u64,
+    pub failed: u64,
+    /// Refused by the server (the analysis's `refused`).
+    #[serde(rename = "rejected")]
+    pub refused: u64,
+    pub timeout: u64,
+    pub unfinished: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub validated: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub accepted: Option<u64>,
+}
+
+impl From<&RequestCounts> for RequestCountsEvidence {
+    fn from(r: &RequestCounts) -> Self {
+        RequestCountsEvidence {
+            offered: r.offered,
+            completed: r.completed,
+            failed: r.failed,
+            refused: r.refused,
+            timeout: r.timeout,
+            unfinished: r.unfinished,
+            validated: r.validated,
+            accepted: r.accepted,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
@@ -380,7 +415,7 @@ impl OperationsEvidence {
                 .map(|c| OperationsCell {
                     cell: c.cell.clone(),
                     manifest_sha256: c.manifest_sha256.clone(),
-                    requests: c.requests.clone(),
+                    requests: (&c.requests).into(),
                     latency: c
                         .latency
                         .iter()

@@ -73,7 +73,7 @@ pub fn cell(name: &str, patch: Value) -> Value {
             "valid": true,
             "invalid_reasons": [],
             "runs": if baseline { json!([1, 2]) } else { json!([3]) },
-            "requests": {"offered": 40, "completed": 38, "failed": 1, "rejected": 0, "timeout": 1,
+            "requests": {"offered": 40, "completed": 38, "failed": 1, "refused": 0, "timeout": 1,
                          "unfinished": 0, "validated": 39, "accepted": 36},
             "accepted_share": 0.9,
             "latency": {
@@ -89,11 +89,11 @@ pub fn cell(name: &str, patch: Value) -> Value {
             },
             "goodput": {
                 "short": {
-                    "per_s": 0.5, "good": 30, "cohort": 36, "unfinished": 1, "failed": 1, "rejected": 0,
+                    "per_s": 0.5, "good": 30, "cohort": 36, "unfinished": 1, "failed": 1, "refused": 0,
                     "misses": misses, "itl_not_applicable": 2, "slo_only": false,
                     "repeats": {"n": 2, "mean": 0.5, "sd": 0.05, "ci_low": 0.05, "ci_high": 0.95},
                     "runs": [{"run_id": if baseline { 1 } else { 3 }, "per_s": 0.5, "good": 30, "cohort": 36,
-                              "unfinished": 1, "failed": 1, "rejected": 0, "misses": misses,
+                              "unfinished": 1, "failed": 1, "refused": 0, "misses": misses,
                               "itl_not_applicable": 2, "slo_only": false}]
                 }
             },

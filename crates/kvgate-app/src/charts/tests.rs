@@ -132,7 +132,7 @@ fn goodput_draws_a_bar_per_class_of_each_valid_cell_and_none_for_an_invalid_one(
 #[test]
 fn goodput_writes_an_absent_mean_instead_of_a_bar_at_zero() {
     let g = json!({"short": {
-        "per_s": null, "good": 0, "cohort": 0, "unfinished": 0, "failed": 0, "rejected": 0,
+        "per_s": null, "good": 0, "cohort": 0, "unfinished": 0, "failed": 0, "refused": 0,
         "misses": {"ttft": 0, "itl": 0, "e2e": 0, "after_drain": 0, "not_accepted": 0, "timing_missing": 0},
         "itl_not_applicable": 0, "slo_only": true,
         "repeats": {"n": 0, "mean": null, "sd": null, "ci_low": null, "ci_high": null}, "runs": []}});
@@ -241,7 +241,7 @@ fn capacity_plots_valid_cells_with_the_figure_and_lists_the_others_instead_of_pl
     );
     let nothing_offered = cell(
         "C3",
-        json!({"requests": {"offered": 0, "completed": 0, "failed": 0, "rejected": 0, "timeout": 0,
+        json!({"requests": {"offered": 0, "completed": 0, "failed": 0, "refused": 0, "timeout": 0,
                             "unfinished": 0, "validated": 0, "accepted": 0},
                "accepted_share": null}),
     );

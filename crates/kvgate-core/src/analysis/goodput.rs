@@ -39,7 +39,7 @@ pub(super) fn run_goodput(policy: &Policy, run: &RunInput) -> Vec<RunGoodput> {
                 continue;
             }
             RequestStatus::Rejected => {
-                g.rejected += 1;
+                g.refused += 1;
                 continue;
             }
             RequestStatus::Timeout | RequestStatus::Unfinished => {
@@ -137,7 +137,7 @@ pub(super) fn goodput(
             cohort: 0,
             unfinished: 0,
             failed: 0,
-            rejected: 0,
+            refused: 0,
             misses: SloMisses::default(),
             itl_not_applicable: 0,
             slo_only: rows.iter().any(|r| r.slo_only),
@@ -149,7 +149,7 @@ pub(super) fn goodput(
             g.cohort += r.cohort;
             g.unfinished += r.unfinished;
             g.failed += r.failed;
-            g.rejected += r.rejected;
+            g.refused += r.refused;
             g.itl_not_applicable += r.itl_not_applicable;
             g.misses.add(&r.misses);
         }

@@ -180,8 +180,9 @@ pub struct RequestCounts {
     pub completed: u64,
     /// Ended with an error.
     pub failed: u64,
-    /// Refused by the server.
-    pub rejected: u64,
+    /// Refused by the server (HTTP 429 and the like; the request status `rejected`). "Rejected"
+    /// is the validator's verdict only.
+    pub refused: u64,
     pub timeout: u64,
     /// Never ended (cancelled or cut off).
     pub unfinished: u64,
@@ -253,7 +254,8 @@ pub struct RunGoodput {
     /// Cohort requests that had not ended by the drain deadline.
     pub unfinished: u64,
     pub failed: u64,
-    pub rejected: u64,
+    /// Refused by the server.
+    pub refused: u64,
     pub misses: SloMisses,
     /// Good requests whose ITL SLO did not apply (at most one output token).
     pub itl_not_applicable: u64,
@@ -270,7 +272,8 @@ pub struct ClassGoodput {
     pub cohort: u64,
     pub unfinished: u64,
     pub failed: u64,
-    pub rejected: u64,
+    /// Refused by the server.
+    pub refused: u64,
     pub misses: SloMisses,
     pub itl_not_applicable: u64,
     /// True when any run counted SLOs only (no verdicts): labelled "SLO-only".
@@ -512,7 +515,7 @@ fn counts(cell: &CellInput, scored: bool) -> RequestCounts {
         match r.status {
             RequestStatus::Ok => k.completed += 1,
             RequestStatus::Error => k.failed += 1,
-            RequestStatus::Rejected => k.rejected += 1,
+            RequestStatus::Rejected => k.refused += 1,
             RequestStatus::Timeout => k.timeout += 1,
             RequestStatus::Unfinished => k.unfinished += 1,
         }

@@ -11,6 +11,7 @@ import {
   progressBar,
   progressText,
   qualityRunInput,
+  requestStatusLabel,
   runnableCells,
   type QualityForm,
 } from './run-view';
@@ -201,5 +202,13 @@ describe('qualityRunInput', () => {
     expect(qualityRunInput({ ...form, seed: 1.5 })).toMatchObject({ message: expect.stringMatching(/^seed:/) });
     expect(qualityRunInput({ ...form, warmup: 0 })).not.toHaveProperty('code');
     expect(qualityRunInput({ ...form, warmup: -1 })).toMatchObject({ message: expect.stringMatching(/^warm-up requests:/) });
+  });
+});
+
+describe('requestStatusLabel', () => {
+  it('calls a server refusal "refused": "rejected" is the validator\'s verdict only', () => {
+    expect(requestStatusLabel('rejected')).toBe('refused');
+    expect(requestStatusLabel('ok')).toBe('ok');
+    expect(requestStatusLabel('timeout')).toBe('timeout');
   });
 });

@@ -5,6 +5,7 @@ import { formatCount, formatDuration, formatMiB } from '$lib/format';
 import type { AppError } from '$lib/bindings/AppError';
 import type { CellOrder } from '$lib/bindings/CellOrder';
 import type { QualityRunInput } from '$lib/bindings/QualityRunInput';
+import type { RequestStatus } from '$lib/bindings/RequestStatus';
 import type { RunEvent } from '$lib/bindings/RunEvent';
 import type { RunPhase } from '$lib/bindings/RunPhase';
 import type { RunProgress } from '$lib/bindings/RunProgress';
@@ -165,4 +166,12 @@ export function configCellOrder(config: Readonly<Record<string, unknown>>): Cell
 /** The first characters of a digest, for a table cell; the full digest goes in its title. */
 export function shortDigest(sha256: string): string {
   return sha256.slice(0, 12);
+}
+
+/**
+ * A request's status in words. The stored status `rejected` is a refusal by the server (HTTP 429
+ * and the like): it reads "refused", since "rejected" on a screen is the validator's verdict only.
+ */
+export function requestStatusLabel(status: RequestStatus): string {
+  return status === 'rejected' ? 'refused' : status;
 }

@@ -10,7 +10,7 @@ import type { DecisionOutcome } from '$lib/bindings/DecisionOutcome';
 import type { PolicyProblem } from '$lib/bindings/PolicyProblem';
 import type { RecoveryPlan } from '$lib/bindings/RecoveryPlan';
 import type { RehearsalOutcome } from '$lib/bindings/RehearsalOutcome';
-import type { RequestCounts } from '$lib/bindings/RequestCounts';
+import type { RequestCountsEvidence } from '$lib/bindings/RequestCountsEvidence';
 import type { SignatureState } from '$lib/bindings/SignatureState';
 
 /** The four checks of the guide, in its order, with what each one means. */
@@ -71,8 +71,21 @@ export function rawJson(evidence: unknown): string {
   return JSON.stringify(evidence, null, 2) ?? 'null';
 }
 
-/** The request counts in the order they are read: offered first, the outcomes, then validation. */
-export const REQUEST_KEYS: readonly (keyof RequestCounts)[] = ['offered', 'completed', 'failed', 'rejected', 'timeout', 'unfinished', 'validated', 'accepted'];
+/**
+ * Check 3's request counts in the order they are read (offered first, the outcomes, then
+ * validation), each with its name as shown. The signed evidence keeps the key `rejected` for
+ * server refusals; "rejected" on a screen is the validator's verdict only, so it reads "refused".
+ */
+export const REQUEST_KEYS: readonly { key: keyof RequestCountsEvidence; label: string }[] = [
+  { key: 'offered', label: 'offered' },
+  { key: 'completed', label: 'completed' },
+  { key: 'failed', label: 'failed' },
+  { key: 'rejected', label: 'refused' },
+  { key: 'timeout', label: 'timeout' },
+  { key: 'unfinished', label: 'unfinished' },
+  { key: 'validated', label: 'validated' },
+  { key: 'accepted', label: 'accepted' },
+];
 
 export type RehearsalStep = 'restart' | 'cache_loss' | 'warm_up';
 
