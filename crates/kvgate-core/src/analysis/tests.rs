@@ -1020,7 +1020,7 @@ fn a_candidate_is_compared_at_the_point_it_shares_with_b0() {
         c.decision
             .rules
             .iter()
-            .any(|r| r.contains("does not exceed B0's 1 /s")),
+            .any(|r| r.contains("does not exceed B0's 1.00 good/s")),
         "{:?}",
         c.decision.rules
     );
@@ -1521,4 +1521,283 @@ fn an_undecided_quality_gate_headlines_collect_more_evidence_with_the_pairs_need
     );
     assert!(h.contains(&format!("needs {needed} paired items")), "{h}");
     assert!(!h.contains("quality holds") && !h.contains("retain"), "{h}");
+}
+
+/// The one-class policy with an envelope bar and a cost rate.
+fn envelope_policy(bar: f64) -> Policy {
+    Policy::from_json_text(&format!(
+        r#"{{"classes": [{{"name": "short", "max_input_tokens": 100,
+                           "slo": {{"ttft_ms": 100, "itl_ms": 10, "e2e_ms": 1000}}}}],
+            "goodput": {{"interval_s": 10, "drain_s": 5}},
+            "alpha": 0.05,
+            "segments": {SEGMENTS},
+            "envelope": {{"min_good_share": {bar}}},
+            "cost": {{"per_instance_hour": 4.0}}}}"#
+    ))
+    .unwrap()
+}
+
+fn points_of<'a>(c: &'a CellAnalysis, class: &str) -> Vec<&'a EnvelopePoint> {
+    c.envelope.iter().filter(|p| p.class == class).collect()
+}
+
+/// Ten requests a run, `good` of them inside every SLO: good shares 1.0, 0.9 (twice: exactly the
+/// bar) and 0.55 at 1, 2 and 4 requests/s. The knee is the boundary point, 2 /s.
+#[test]
+fn the_knee_is_the_highest_rate_whose_good_share_reaches_the_bar_even_exactly() {
+    let p = envelope_policy(0.9);
+    let runs = vec![
+        at_rate(1, 4.0, 5),
+        at_rate(2, 1.0, 10),
+        at_rate(3, 2.0, 9),
+        at_rate(4, 2.0, 9),
+        at_rate(5, 4.0, 6),
+    ];
+    let input = StudyInput {
+        items: Vec::new(),
+        prompts: Vec::new(),
+        cells: vec![cell("B0", TestCell::B0, runs)],
+    };
+    let c = &analyze(&p, &input).cells[0];
+    let pts = points_of(c, "short");
+    let rates: Vec<Option<f64>> = pts.iter().map(|p| p.offered_rps).collect();
+    assert_eq!(rates, [Some(1.0), Some(2.0), Some(4.0)], "ordered by rate");
+    let shares: Vec<Option<f64>> = pts.iter().map(|p| p.good_share).collect();
+    assert_eq!(shares, [Some(1.0), Some(0.9), Some(0.55)]);
+    assert_eq!(pts[1].repeats, 2);
+    assert_eq!(pts[1].runs, [3, 4]);
+    // Goodput: good ÷ the 10 s interval, per run; two runs at 2 /s give an interval.
+    assert_eq!(pts[1].goodput_per_s.mean, Some(0.9));
+    assert!(pts[1].goodput_per_s.ci_low.is_some());
+    assert_eq!(pts[2].goodput_per_s.mean, Some(0.55));
+    // One run at a point: no interval, never a made-up one.
+    assert_eq!(pts[0].repeats, 1);
+    assert_eq!(pts[0].goodput_per_s.ci_low, None);
+    assert_eq!(c.knee_rps, Some(2.0));
+    // A bar just above the boundary moves the knee down to 1 /s.
+    let c = &analyze(&envelope_policy(0.91), &input).cells[0];
+    assert_eq!(c.knee_rps, Some(1.0));
+}
+
+/// A point is inside the envelope only when every class is: the long class failing first
+/// keeps the knee below the rate where the short class still holds.
+#[test]
+fn the_class_that_fails_first_sets_the_knee() {
+    let mut p = two_class_policy();
+    p.envelope = Some(crate::policy::EnvelopeRule {
+        min_good_share: 0.9,
+    });
+    let at = |run_id, per_s, late_long: bool| {
+        let mut r = class_run(run_id, 10, 10);
+        r.arrivals = RunArrivals {
+            offered: OfferedLoad::Rate { per_s },
+            identity: Some(format!("poisson {per_s} /s, seed 1")),
+        };
+        if late_long {
+            for q in r
+                .requests
+                .iter_mut()
+                .filter(|q| q.prompt_tokens == Some(500))
+            {
+                q.first_token_ms = q.first_token_ms.map(|t| t + 500.0);
+            }
+        }
+        r
+    };
+    let input = StudyInput {
+        items: Vec::new(),
+        prompts: Vec::new(),
+        cells: vec![cell(
+            "B0",
+            TestCell::B0,
+            vec![at(1, 1.0, false), at(2, 3.0, true)],
+        )],
+    };
+    let c = &analyze(&p, &input).cells[0];
+    let short = points_of(c, "short");
+    let long = points_of(c, "long");
+    assert_eq!(
+        (short[1].good_share, long[1].good_share),
+        (Some(1.0), Some(0.0))
+    );
+    assert_eq!(c.knee_rps, Some(1.0), "{:?}", c.envelope);
+}
+
+/// Without verdicts a point counts SLOs only: shown, labelled, never a knee. A point that
+/// offered no rate (all at once) is shown and never a knee either.
+#[test]
+fn slo_only_and_rateless_points_are_shown_but_never_make_a_knee() {
+    let p = envelope_policy(0.5);
+    let mut slo_only = at_rate(1, 1.0, 10);
+    for q in &mut slo_only.requests {
+        q.accepted = None;
+    }
+    let mut all_at_once = at_rate(2, 1.0, 10);
+    all_at_once.arrivals = RunArrivals {
+        offered: OfferedLoad::Unbounded,
+        identity: None,
+    };
+    let input = StudyInput {
+        items: Vec::new(),
+        prompts: Vec::new(),
+        cells: vec![cell("B0", TestCell::B0, vec![slo_only, all_at_once])],
+    };
+    let c = &analyze(&p, &input).cells[0];
+    let pts = points_of(c, "short");
+    assert_eq!(pts.len(), 2);
+    assert!(pts[0].slo_only && pts[0].good_share == Some(1.0));
+    assert_eq!(pts[1].offered_rps, None, "the rateless point comes last");
+    assert_eq!(pts[1].offered, OfferedLoad::Unbounded);
+    assert_eq!(c.knee_rps, None);
+}
+
+/// Cost per good response: wall time (first dispatch to last completion, every request sent
+/// counted, a resent one too) × rate × instances ÷ good responses. Absent without a rate or
+/// with nothing good, never 0.
+#[test]
+fn the_cost_per_good_response_counts_wall_time_of_every_request_and_instances() {
+    let p = envelope_policy(0.9);
+    // 10 requests, 100 ms apart, 50 ms each: the last ends at 950 ms; 8 good.
+    let mut run = at_rate(1, 1.0, 8);
+    // A resent request after them (the first attempt failed): its time is paid for.
+    let mut resent = run.requests[0].clone();
+    resent.status = Error;
+    resent.planned_ms = 1000.0;
+    resent.dispatch_ms = Some(1000.0);
+    resent.first_token_ms = None;
+    resent.finish_ms = Some(3600.0);
+    run.requests.push(resent);
+    let mut two_gpus = cell("B0", TestCell::B0, vec![run.clone()]);
+    if let Some(m) = two_gpus.manifest.as_mut() {
+        m.gpu_inventory[0].count = 2;
+    }
+    let input = StudyInput {
+        items: Vec::new(),
+        prompts: Vec::new(),
+        cells: vec![two_gpus],
+    };
+    let pt = points_of(&analyze(&p, &input).cells[0], "short")[0].clone();
+    // 3.6 s = 0.001 h × 4.0 per instance-hour × 2 instances ÷ 8 good.
+    let want = 0.001 * 4.0 * 2.0 / 8.0;
+    let got = pt.cost_per_good_response.unwrap();
+    assert!((got - want).abs() < 1e-15, "{got} vs {want}");
+
+    let mut none_good = run.clone();
+    for q in &mut none_good.requests {
+        q.accepted = Some(false);
+    }
+    let input = StudyInput {
+        items: Vec::new(),
+        prompts: Vec::new(),
+        cells: vec![cell("B0", TestCell::B0, vec![none_good])],
+    };
+    let pt = points_of(&analyze(&p, &input).cells[0], "short")[0].clone();
+    assert_eq!((pt.good, pt.cost_per_good_response), (0, None));
+
+    let mut no_rate = p.clone();
+    no_rate.cost = None;
+    let input = StudyInput {
+        items: Vec::new(),
+        prompts: Vec::new(),
+        cells: vec![cell("B0", TestCell::B0, vec![run])],
+    };
+    let pt = points_of(&analyze(&no_rate, &input).cells[0], "short")[0].clone();
+    assert_eq!(pt.cost_per_good_response, None);
+}
+
+/// An invalid cell has no envelope: no figure is made for it.
+#[test]
+fn an_invalid_cell_has_no_envelope() {
+    let p = envelope_policy(0.5);
+    let mut bad = cell("C1", TestCell::C1, vec![at_rate(1, 1.0, 10)]);
+    bad.invalid_reasons = vec!["no compatibility evidence".into()];
+    let input = StudyInput {
+        items: Vec::new(),
+        prompts: Vec::new(),
+        cells: vec![cell("B0", TestCell::B0, vec![at_rate(2, 1.0, 10)]), bad],
+    };
+    let a = analyze(&p, &input);
+    assert_eq!(a.cells[0].envelope.len(), 1);
+    assert!(a.cells[1].envelope.is_empty());
+    assert_eq!(a.cells[1].knee_rps, None);
+}
+
+/// With a bar and a target load the goodput gate reads the envelope: at the target the
+/// candidate inside the bar where B0 is not qualifies; a higher knee qualifies; the same
+/// standing does not; a missing point is named.
+#[test]
+fn the_envelope_gate_compares_the_target_load_then_the_knee_and_names_a_missing_point() {
+    let mut p = envelope_policy(0.9);
+    p.target_offered_load_rps = Some(2.0);
+    let study = |b0: Vec<RunInput>, c: Vec<RunInput>| StudyInput {
+        items: Vec::new(),
+        prompts: Vec::new(),
+        cells: vec![cell("B0", TestCell::B0, b0), cell("C2", TestCell::C2, c)],
+    };
+    // At 2 /s B0 keeps 5 of 10 good, C2 all 10.
+    let a = analyze(
+        &p,
+        &study(
+            vec![at_rate(1, 1.0, 10), at_rate(2, 2.0, 5)],
+            vec![at_rate(3, 1.0, 10), at_rate(4, 2.0, 10)],
+        ),
+    );
+    let g = gate(&a.cells[1], "short");
+    assert_eq!(g.status, GateStatus::Qualifies, "{g:?}");
+    assert!(
+        g.reason.contains("100.0% good") && g.reason.contains("B0 has 50.0%"),
+        "{}",
+        g.reason
+    );
+    assert_eq!(
+        (a.cells[0].knee_rps, a.cells[1].knee_rps),
+        (Some(1.0), Some(2.0))
+    );
+    // Both inside the bar at 2 /s: the knee decides; C2's is higher (4 /s).
+    let a = analyze(
+        &p,
+        &study(
+            vec![at_rate(1, 2.0, 10), at_rate(2, 4.0, 5)],
+            vec![at_rate(3, 2.0, 10), at_rate(4, 4.0, 10)],
+        ),
+    );
+    let g = gate(&a.cells[1], "short");
+    assert_eq!(g.status, GateStatus::Qualifies, "{g:?}");
+    assert!(
+        g.reason
+            .starts_with("knee 4.00 req/s above B0's 2.00 req/s"),
+        "{}",
+        g.reason
+    );
+    // The same standing: does not qualify.
+    let a = analyze(
+        &p,
+        &study(vec![at_rate(1, 2.0, 10)], vec![at_rate(3, 2.0, 10)]),
+    );
+    let g = gate(&a.cells[1], "short");
+    assert_eq!(g.status, GateStatus::DoesNot, "{g:?}");
+    assert_eq!(a.cells[1].decision.goodput_qualifies, Some(false));
+    // Other arrivals at the target (another seed): not compared, whatever the shares.
+    let mut other_seed = at_rate(4, 2.0, 10);
+    other_seed.arrivals.identity = Some("poisson 2 /s, seed 2".into());
+    let a = analyze(&p, &study(vec![at_rate(1, 2.0, 5)], vec![other_seed]));
+    let g = gate(&a.cells[1], "short");
+    assert_eq!(g.status, GateStatus::Undecided, "{g:?}");
+    assert!(
+        g.reason
+            .starts_with("not compared with B0 at the target load"),
+        "{}",
+        g.reason
+    );
+    // No run at the target on the candidate's side: undecided, naming the point.
+    let a = analyze(
+        &p,
+        &study(vec![at_rate(1, 2.0, 5)], vec![at_rate(3, 1.0, 10)]),
+    );
+    let g = gate(&a.cells[1], "short");
+    assert_eq!(g.status, GateStatus::Undecided, "{g:?}");
+    assert_eq!(
+        g.reason,
+        "no run of C2 at the target load 2.00 req/s: the envelope gate needs that point"
+    );
 }

@@ -10,7 +10,11 @@ export type ClassGoodput = {
 /**
  * Mean over the runs, per second.
  */
-per_s: number | null, good: number, cohort: number, unfinished: number, failed: number, rejected: number, misses: SloMisses, itl_not_applicable: number, 
+per_s: number | null, good: number, cohort: number, unfinished: number, failed: number, 
+/**
+ * Refused by the server.
+ */
+refused: number, misses: SloMisses, itl_not_applicable: number, 
 /**
  * True when any run counted SLOs only (no verdicts): labelled "SLO-only".
  */

@@ -13,9 +13,10 @@ completed: number,
  */
 failed: number, 
 /**
- * Refused by the server.
+ * Refused by the server (HTTP 429 and the like; the request status `rejected`). "Rejected"
+ * is the validator's verdict only.
  */
-rejected: number, timeout: number, 
+refused: number, timeout: number, 
 /**
  * Never ended (cancelled or cut off).
  */

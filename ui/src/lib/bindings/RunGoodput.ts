@@ -8,7 +8,11 @@ export type RunGoodput = { run_id: number, per_s: number, good: number, cohort: 
 /**
  * Cohort requests that had not ended by the drain deadline.
  */
-unfinished: number, failed: number, rejected: number, misses: SloMisses, 
+unfinished: number, failed: number, 
+/**
+ * Refused by the server.
+ */
+refused: number, misses: SloMisses, 
 /**
  * Good requests whose ITL SLO did not apply (at most one output token).
  */
