@@ -1,6 +1,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
+use kvgate_app::domain::display;
 use kvgate_app::domain::policy::LockedPolicy;
 use kvgate_app::{App, AppError};
 
@@ -217,6 +218,28 @@ pub async fn analyze(app: &App, args: AnalyzeArgs) -> Result<Outcome, AppError> 
                 g.failed,
                 g.refused
             );
+        }
+        for e in &c.envelope {
+            let point = e.offered_rps.map_or_else(
+                || "a point without an offered rate".to_owned(),
+                |r| display::rate(Some(r), "req/s"),
+            );
+            println!(
+                "  envelope {point} {}: good {} of {} ({}), goodput {} over {} run(s){}{}",
+                e.class,
+                e.good,
+                e.cohort,
+                display::share(e.good_share),
+                display::rate(e.goodput_per_s.mean, "good/s"),
+                e.repeats,
+                if e.slo_only { " (SLO-only)" } else { "" },
+                e.cost_per_good_response
+                    .map(|x| format!(", cost {} per good response", display::figure(Some(x))))
+                    .unwrap_or_default()
+            );
+        }
+        if let Some(knee) = c.knee_rps {
+            println!("  knee {}", display::rate(Some(knee), "req/s"));
         }
         for p in c
             .paired

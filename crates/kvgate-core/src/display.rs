@@ -148,6 +148,11 @@ pub fn rate(per_s: Option<f64>, unit: &str) -> String {
     present(per_s).map_or_else(|| ABSENT.into(), |x| format!("{} {unit}", significant(x)))
 }
 
+/// A figure without a unit (a cost, a ratio): three significant digits, as a rate is shown.
+pub fn figure(v: Option<f64>) -> String {
+    present(v).map_or_else(|| ABSENT.into(), significant)
+}
+
 /// A p-value: three significant digits, "< 0.001" below.
 pub fn p_value(p: Option<f64>) -> String {
     match present(p) {
@@ -185,7 +190,12 @@ pub fn duration_ms(ms: Option<f64>) -> String {
 /// Two figures compared in one sentence, each by `show`, with as many more decimals as it takes
 /// (up to `extra`) for different values not to read the same: "−4.96 pp < −5.00 pp", never
 /// "−5.0 pp < −5.0 pp". `show(value, decimals_added)`.
-pub fn distinct<F: Fn(f64, usize) -> String>(a: f64, b: f64, extra: usize, show: F) -> (String, String) {
+pub fn distinct<F: Fn(f64, usize) -> String>(
+    a: f64,
+    b: f64,
+    extra: usize,
+    show: F,
+) -> (String, String) {
     let mut k = 0;
     loop {
         let (x, y) = (show(a, k), show(b, k));

@@ -31,6 +31,32 @@ pub struct Policy {
     /// The offered load (requests per second) at which operations are judged, when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_offered_load_rps: Option<f64>,
+    /// The operating envelope's bar; left out of the canonical JSON when absent, so policies
+    /// locked before it keep their sha256.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub envelope: Option<EnvelopeRule>,
+    /// What an instance costs, for the cost per accepted, SLO-compliant response; left out when
+    /// absent, likewise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub cost: Option<CostRate>,
+}
+
+/// The operating envelope's bar: a point is inside it when every class's good share (good ÷
+/// cohort, the mean over the runs at the point) is at least `min_good_share`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EnvelopeRule {
+    pub min_good_share: f64,
+}
+
+/// The declared cost of one serving instance per hour, in the study's currency. Instances per
+/// cell are the GPU count of its manifest's `gpu_inventory` (1 when it has none).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CostRate {
+    pub per_instance_hour: f64,
 }
 
 /// One request class and its service-level objectives.
@@ -354,6 +380,23 @@ impl Policy {
         if let Some(load) = self.target_offered_load_rps {
             check_positive("target_offered_load_rps".into(), load, &mut out);
         }
+        if let Some(e) = &self.envelope {
+            if !(e.min_good_share.is_finite() && e.min_good_share > 0.0 && e.min_good_share <= 1.0)
+            {
+                out.push(problem(
+                    "envelope.min_good_share",
+                    "a share in (0, 1]",
+                    format!("{}", e.min_good_share),
+                ));
+            }
+        }
+        if let Some(c) = &self.cost {
+            check_positive(
+                "cost.per_instance_hour".into(),
+                c.per_instance_hour,
+                &mut out,
+            );
+        }
         if !self.segments.iter().any(|s| s.protected) {
             out.push(problem(
                 "segments",
@@ -535,6 +578,38 @@ mod tests {
         let mut v: Value = serde_json::from_str(example()).unwrap();
         v["alpha"] = serde_json::json!(0.025);
         assert_ne!(Policy::from_value(v).unwrap().sha256(), a.sha256());
+    }
+
+    /// The envelope bar and the cost rate are optional: a policy without them hashes as it did
+    /// before they existed, so its lock holds; with them, the sha256 differs and bad values are
+    /// named by path.
+    #[test]
+    fn the_envelope_bar_and_cost_rate_leave_older_policies_hash_unchanged() {
+        let before = Policy::from_json_text(example()).unwrap();
+        assert!(!before.canonical_json().contains("envelope"));
+        assert!(!before.canonical_json().contains("cost"));
+        // The sha256 of this text, as locked before the keys existed.
+        assert_eq!(
+            before.sha256(),
+            crate::canonical::canonical_sha256(&serde_json::from_str::<Value>(example()).unwrap())
+        );
+        let mut v: Value = serde_json::from_str(example()).unwrap();
+        v["envelope"] = serde_json::json!({"min_good_share": 0.95});
+        v["cost"] = serde_json::json!({"per_instance_hour": 4.0});
+        let with = Policy::from_value(v.clone()).unwrap();
+        assert_eq!(with.envelope.as_ref().unwrap().min_good_share, 0.95);
+        assert_ne!(with.sha256(), before.sha256());
+        v["envelope"]["min_good_share"] = serde_json::json!(0);
+        v["cost"]["per_instance_hour"] = serde_json::json!(-1);
+        let problems = Policy::from_value(v.clone()).unwrap_err();
+        let paths: Vec<&str> = problems.iter().map(|p| p.path.as_str()).collect();
+        assert_eq!(paths, ["envelope.min_good_share", "cost.per_instance_hour"]);
+        v["envelope"]["min_good_share"] = serde_json::json!(1.5);
+        v["cost"]["per_instance_hour"] = serde_json::json!(4.0);
+        assert_eq!(
+            Policy::from_value(v).unwrap_err()[0].expected,
+            "a share in (0, 1]"
+        );
     }
 
     #[test]

@@ -43,6 +43,21 @@ pub(super) struct Gates<'a> {
     /// Held-constant findings against B0 (and C1), before interventions.
     pub held: Vec<HeldConstantFinding>,
     pub noise_floor: Option<&'a NoiseFloor>,
+    /// The envelope comparison, when the policy declares a bar and a target load.
+    pub envelope: Option<EnvelopeGate<'a>>,
+}
+
+/// A candidate's envelope against B0's at the policy's target load.
+pub(super) struct EnvelopeGate<'a> {
+    pub bar: f64,
+    pub target_rps: f64,
+    /// Why the runs at the target are not the same arrivals on both sides, when they are not.
+    pub arrivals_differ: Option<String>,
+    pub candidate: &'a [EnvelopePoint],
+    pub candidate_knee: Option<f64>,
+    pub b0: &'a [EnvelopePoint],
+    pub b0_knee: Option<f64>,
+    pub b0_admission_limit: Option<u32>,
 }
 
 /// Power the planner is asked for when the quality gate is undecided.
@@ -457,6 +472,9 @@ fn class_gate(
             ),
         );
     }
+    if let Some(e) = &g.envelope {
+        return envelope_gate(g.cell, e, class);
+    }
     if let Some(reason) = g.goodput_not_compared {
         return (Undecided, format!("not compared with B0: {reason}"));
     }
@@ -508,6 +526,103 @@ fn class_gate(
     }
 }
 
+/// The class gate on the envelope: at the target load a class qualifies when the candidate's
+/// good share reaches the bar and B0's does not, or when the candidate's knee is above B0's;
+/// otherwise it does not. A missing point, SLO-only evidence or another admission limit leaves
+/// it undecided, named.
+fn envelope_gate(cell: &CellInput, e: &EnvelopeGate<'_>, class: &str) -> (GateStatus, String) {
+    use GateStatus::{DoesNot, Qualifies, Undecided};
+    let name = &cell.cell;
+    let target = display::rate(Some(e.target_rps), "req/s");
+    if cell.admission_limit != e.b0_admission_limit {
+        let limit = |l: Option<u32>| l.map_or_else(|| "unknown".to_owned(), |l| l.to_string());
+        return (
+            Undecided,
+            format!(
+                "admission limit {} against B0's {}: cells are compared only at equal admission limits",
+                limit(cell.admission_limit),
+                limit(e.b0_admission_limit)
+            ),
+        );
+    }
+    let at = |points: &[EnvelopePoint]| {
+        points
+            .iter()
+            .find(|p| p.class == class && p.offered_rps == Some(e.target_rps))
+            .cloned()
+    };
+    if let Some(reason) = &e.arrivals_differ {
+        return (
+            Undecided,
+            format!("not compared with B0 at the target load {target}: {reason}"),
+        );
+    }
+    let (c, b) = match (at(e.candidate), at(e.b0)) {
+        (Some(c), Some(b)) => (c, b),
+        (c, b) => {
+            let missing: Vec<&str> = [(c.is_none(), name.as_str()), (b.is_none(), "B0")]
+                .into_iter()
+                .filter_map(|(m, n)| m.then_some(n))
+                .collect();
+            return (
+                Undecided,
+                format!(
+                    "no run of {} at the target load {target}: the envelope gate needs that point",
+                    missing.join(" or ")
+                ),
+            );
+        }
+    };
+    if c.slo_only || b.slo_only {
+        let side = if c.slo_only { name.as_str() } else { "B0" };
+        return (
+            Undecided,
+            format!("SLO-only goodput on {side} at the target load (a run without verdicts counts SLOs, not answer quality): it never qualifies"),
+        );
+    }
+    let (Some(cs), Some(bs)) = (c.good_share, b.good_share) else {
+        return (
+            Undecided,
+            format!("no request of this class at the target load {target} on one side"),
+        );
+    };
+    let bar = display::share(Some(e.bar));
+    let (cs_text, bs_text) = display::distinct(cs, bs, 3, display::share_with);
+    if cs >= e.bar && bs < e.bar {
+        return (
+            Qualifies,
+            format!("at the target load {target}: {cs_text} good, at least the bar {bar}, where B0 has {bs_text}"),
+        );
+    }
+    let knees = match (e.candidate_knee, e.b0_knee) {
+        (Some(ck), Some(bk)) if ck > bk => {
+            let (ck, bk) = against_rate_unit(ck, bk, "req/s");
+            return (
+                Qualifies,
+                format!("knee {ck} above B0's {bk} (every class at least {bar} good)"),
+            );
+        }
+        (Some(ck), None) => {
+            return (
+                Qualifies,
+                format!(
+                    "knee {} where B0 has none (every class at least {bar} good)",
+                    display::rate(Some(ck), "req/s")
+                ),
+            )
+        }
+        (ck, bk) => format!(
+            "knee {} against B0's {}",
+            display::rate(ck, "req/s"),
+            display::rate(bk, "req/s")
+        ),
+    };
+    (
+        DoesNot,
+        format!("at the target load {target}: {cs_text} good against B0's {bs_text} (bar {bar}); {knees}: not above"),
+    )
+}
+
 /// A paired difference's bound beside the margin it is compared with, in percentage points,
 /// with as many decimals as it takes for different values to read differently.
 fn against_margin(bound: Option<f64>, margin: f64) -> (String, String) {
@@ -527,5 +642,9 @@ fn against_floor(rate: Option<f64>, floor: f64) -> (String, String) {
 
 /// A candidate's useful goodput beside B0's, likewise.
 fn against_rate(c: f64, b: f64) -> (String, String) {
-    display::distinct(c, b, 4, |v, k| display::rate_with(v, k, "good/s"))
+    against_rate_unit(c, b, "good/s")
+}
+
+fn against_rate_unit(c: f64, b: f64, unit: &str) -> (String, String) {
+    display::distinct(c, b, 4, |v, k| display::rate_with(v, k, unit))
 }

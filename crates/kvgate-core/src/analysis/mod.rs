@@ -40,7 +40,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
-use crate::operating_point::{GoodputComparison, OperatingPoint, RunArrivals};
+use crate::operating_point::{GoodputComparison, OfferedLoad, OperatingPoint, RunArrivals};
 use crate::pairing::{corpus_mismatch, CorpusMismatch, Unpaired};
 use crate::policy::{ItemStrata, Policy};
 use crate::run::RequestStatus;
@@ -50,12 +50,14 @@ use crate::stats::{
 use crate::test_cell::{ScoreableCell, TestCell, DECISION_TABLE};
 
 mod decide;
+mod envelope;
 mod goodput;
 mod latency;
 mod pairs;
 mod points;
 
 use decide::decide;
+pub use envelope::EnvelopePoint;
 use goodput::goodput;
 use latency::{class_name, latency};
 pub use pairs::{adjudicated_paired, reading_order};
@@ -495,6 +497,15 @@ pub struct CellAnalysis {
     /// For a candidate with goodput runs on both sides: whether its goodput is compared with
     /// B0's (a shared point, the same arrivals), and why not.
     pub goodput_comparable: Option<GoodputComparison>,
+    /// Useful goodput per class at every operating point the cell was measured at (its
+    /// operating envelope); empty for an invalid cell.
+    #[serde(default)]
+    pub envelope: Vec<EnvelopePoint>,
+    /// The highest offered rate inside the policy's envelope bar for every class; absent
+    /// without a bar (`envelope.min_good_share`) or when no point meets it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub knee_rps: Option<f64>,
 }
 
 /// The analysis of a study under its locked policy.
@@ -561,6 +572,7 @@ struct Scored<'a> {
     floors: Vec<FloorCheck>,
     points: Vec<points::Point<'a>>,
     summary: Option<usize>,
+    envelope: (Vec<EnvelopePoint>, Option<f64>),
 }
 
 /// Analyzes a study under its policy.
@@ -610,6 +622,7 @@ pub fn analyze(policy: &Policy, input: &StudyInput) -> AnalysisBody {
                 total,
                 paired,
                 floors: floors(policy, &keys.items, &pass),
+                envelope: envelope::envelope(policy, cell, &points),
                 points,
                 summary,
             }
@@ -681,6 +694,7 @@ pub fn analyze(policy: &Policy, input: &StudyInput) -> AnalysisBody {
                 goodput_not_compared: not_compared,
                 held,
                 noise_floor: noise_floor.as_ref(),
+                envelope: envelope_gate(policy, cell, scored.as_ref(), b0.zip(b0_scored)),
             });
             let corpus_mismatches = match &cell.evaluation_corpus_sha256 {
                 Some(frozen) => cell
@@ -729,6 +743,11 @@ pub fn analyze(policy: &Policy, input: &StudyInput) -> AnalysisBody {
                     })
                     .unwrap_or_default(),
                 goodput_comparable: comparable,
+                envelope: scored
+                    .as_ref()
+                    .map(|s| s.envelope.0.clone())
+                    .unwrap_or_default(),
+                knee_rps: scored.as_ref().and_then(|s| s.envelope.1),
             }
         })
         .collect();
@@ -737,6 +756,42 @@ pub fn analyze(policy: &Policy, input: &StudyInput) -> AnalysisBody {
         cells,
         noise_floor,
     }
+}
+
+/// The envelope comparison of a scored candidate with a scored B0, when the policy declares a
+/// bar and a target load.
+fn envelope_gate<'a>(
+    policy: &Policy,
+    cell: &CellInput,
+    scored: Option<&'a Scored<'_>>,
+    b0: Option<(&CellInput, &'a Scored<'_>)>,
+) -> Option<decide::EnvelopeGate<'a>> {
+    let (bar, target_rps) = (
+        policy.envelope.as_ref()?.min_good_share,
+        policy.target_offered_load_rps?,
+    );
+    let (scored, (b0_cell, b0)) = (scored?, b0?);
+    if !cell.test_cell.is_candidate() {
+        return None;
+    }
+    // The same arrivals at the target on both sides, or the reason they are not.
+    let at_target = scored
+        .points
+        .iter()
+        .find(|p| p.point.offered == OfferedLoad::Rate { per_s: target_rps });
+    let arrivals = points::comparison(&cell.cell, at_target, &b0.points)
+        .filter(|c| !c.comparable)
+        .and_then(|c| c.reason);
+    Some(decide::EnvelopeGate {
+        bar,
+        target_rps,
+        arrivals_differ: arrivals,
+        candidate: &scored.envelope.0,
+        candidate_knee: scored.envelope.1,
+        b0: &b0.envelope.0,
+        b0_knee: b0.envelope.1,
+        b0_admission_limit: b0_cell.admission_limit,
+    })
 }
 
 /// The held-constant findings of `cell` against the study's B0 (and C1), before any named

@@ -4,6 +4,7 @@ import type { CellDecision } from "./CellDecision";
 import type { ClassGoodput } from "./ClassGoodput";
 import type { ClassLatency } from "./ClassLatency";
 import type { CorpusMismatch } from "./CorpusMismatch";
+import type { EnvelopePoint } from "./EnvelopePoint";
 import type { FloorCheck } from "./FloorCheck";
 import type { GoodputComparison } from "./GoodputComparison";
 import type { OperatingPoint } from "./OperatingPoint";
@@ -53,4 +54,14 @@ other_points: Array<PointRuns>,
  * For a candidate with goodput runs on both sides: whether its goodput is compared with
  * B0's (a shared point, the same arrivals), and why not.
  */
-goodput_comparable: GoodputComparison | null, };
+goodput_comparable: GoodputComparison | null, 
+/**
+ * Useful goodput per class at every operating point the cell was measured at (its
+ * operating envelope); empty for an invalid cell.
+ */
+envelope: Array<EnvelopePoint>, 
+/**
+ * The highest offered rate inside the policy's envelope bar for every class; absent
+ * without a bar (`envelope.min_good_share`) or when no point meets it.
+ */
+knee_rps?: number, };

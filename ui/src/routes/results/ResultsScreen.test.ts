@@ -280,6 +280,40 @@ describe('Results screen', () => {
     expect(document.querySelector('img')).toBeNull();
   });
 
+  it('shows the envelope point by point with its knee and cost, and no envelope for a single closed-loop pass', async () => {
+    const point = (rate: number, share: number, cost: number | null) => ({
+      offered_rps: rate,
+      offered: { kind: 'rate' as const, per_s: rate },
+      admission_limit: 64,
+      class: 'short',
+      repeats: 2,
+      runs: [5, 6],
+      goodput_per_s: { n: 2, mean: share, sd: 0.05, ci_low: share - 0.1, ci_high: share + 0.1 },
+      good_share: share,
+      good: Math.round(share * 20),
+      cohort: 20,
+      slo_only: false,
+      cost_per_good_response: cost,
+    });
+    const b0 = cell('B0', { envelope: [point(1, 1, 0.0012345), point(2, 0.55, null)], knee_rps: 1 });
+    const c1 = cell('C1', {
+      envelope: [{ ...point(1, 1, null), offered_rps: null, offered: { kind: 'concurrency', requests: 1 } }],
+    });
+    ipcMock.studyResults.mockResolvedValue(resultsOf({ cells: [b0, c1] }));
+    setup();
+    const cards = await screen.findAllByTestId('cell-card');
+    const b0Card = cards.find((c) => c.dataset['cell'] === 'B0')!;
+    expect(within(b0Card).getByTestId('cell-knee').textContent).toContain('1.00 req/s');
+    const rows = within(b0Card).getAllByTestId('envelope-row');
+    expect(rows.map((r) => r.dataset['rate'])).toEqual(['1', '2']);
+    const cells = [...rows[0]!.querySelectorAll('td, th')].map((c) => c.textContent?.trim());
+    expect(cells).toEqual(['1 req/s offered', 'short', '2', '20 / 20', '100.0%', '1.00 ± 0.0500', '[0.900, 1.10]', '0.00123']);
+    expect(rows[1]!.lastElementChild?.textContent).toBe('absent');
+    // A cell measured by one closed-loop pass only has no envelope to show.
+    const c1Card = cards.find((c) => c.dataset['cell'] === 'C1')!;
+    expect(within(c1Card).queryByTestId('cell-envelope')).toBeNull();
+  });
+
   it('lists what was left unpaired, flags a run over another corpus and says why goodput is not compared', async () => {
     const unpaired = Array.from({ length: 23 }, (_, i) => ({
       key: `evaluation-7-en-short-begin-literal-present-${String(i).padStart(3, '0')}`,

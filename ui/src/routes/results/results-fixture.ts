@@ -110,6 +110,7 @@ export function cell(name: string, patch: Partial<Cell> = {}): Cell {
     goodput_comparable: baseline
       ? null
       : { comparable: true, point: { offered: { kind: 'rate', per_s: 2 }, admission_limit: 64 }, reason: null },
+    envelope: [],
     paired: baseline
       ? []
       : // As `study_results` sends them, in reading order: overall, segments (protected first), marginal strata.

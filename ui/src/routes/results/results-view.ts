@@ -4,6 +4,8 @@
 
 import type { GateStatus } from '$lib/bindings/GateStatus';
 import type { NoiseFloor } from '$lib/bindings/NoiseFloor';
+import type { EnvelopePoint } from '$lib/bindings/EnvelopePoint';
+import type { OfferedLoad } from '$lib/bindings/OfferedLoad';
 import type { OperatingPoint } from '$lib/bindings/OperatingPoint';
 import type { UnpairedReason } from '$lib/bindings/UnpairedReason';
 import type { PairedVerdict } from '$lib/bindings/PairedVerdict';
@@ -107,18 +109,29 @@ export const UNPAIRED_REASON_LABEL: Record<UnpairedReason, string> = {
 };
 
 /** An operating point in words: the load offered and the admission limit, e.g. "2 req/s offered · admission limit 64". */
+/** The load a run offered, in words. */
+export function offeredLabel(o: OfferedLoad): string {
+  return o.kind === 'rate'
+    ? `${formatNumber(o.per_s)} req/s offered`
+    : o.kind === 'trace'
+      ? `arrival trace ${o.sha256.slice(0, 12)}…`
+      : o.kind === 'concurrency'
+        ? `closed loop × ${formatCount(o.requests)}`
+        : o.kind === 'unbounded'
+          ? 'all requests at once'
+          : 'offered load unknown';
+}
+
+/**
+ * Whether a cell's envelope says more than its goodput table: a knee, or a point that offered
+ * a rate (a quality pass alone is one closed-loop point, already shown as goodput).
+ */
+export function showEnvelope(envelope: readonly EnvelopePoint[], knee: number | undefined): boolean {
+  return knee !== undefined || envelope.some((p) => p.offered_rps !== null);
+}
+
 export function operatingPointLabel(point: OperatingPoint): string {
-  const o = point.offered;
-  const offered =
-    o.kind === 'rate'
-      ? `${formatNumber(o.per_s)} req/s offered`
-      : o.kind === 'trace'
-        ? `arrival trace ${o.sha256.slice(0, 12)}…`
-        : o.kind === 'concurrency'
-          ? `closed loop × ${formatCount(o.requests)}`
-          : o.kind === 'unbounded'
-            ? 'all requests at once'
-            : 'offered load unknown';
+  const offered = offeredLabel(point.offered);
   const limit = point.admission_limit === null ? 'unknown' : formatCount(point.admission_limit);
   return `${offered} · admission limit ${limit}`;
 }

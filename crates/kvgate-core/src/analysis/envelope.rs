@@ -1,0 +1,157 @@
+//! The operating envelope of a cell: useful goodput per class at every operating point it was
+//! measured at, with repeat intervals, the good share, the cost per good response, and the knee —
+//! the highest offered rate at which every class stays inside the policy's bar.
+//!
+//! Each point's runs are its repeats (runs at other points never are: `points.rs`). Goodput per
+//! run and class is the one rule of `goodput.rs` (cohort, drain, validated ∧ SLO).
+
+use super::goodput::run_goodput;
+use super::latency::class_name;
+use super::points::Point;
+use super::*;
+
+/// One class of one cell at one operating point.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
+pub struct EnvelopePoint {
+    /// The offered rate in requests per second; absent for a point that offered no rate (all at
+    /// once, a closed loop, a trace, or unknown): shown, never a knee.
+    pub offered_rps: Option<f64>,
+    pub offered: OfferedLoad,
+    pub admission_limit: Option<u32>,
+    /// A class of the policy, or [`UNCLASSIFIED`].
+    pub class: String,
+    /// Runs at the point: its repeats.
+    pub repeats: u64,
+    pub runs: Vec<i64>,
+    /// Useful goodput per second over the runs: mean, sd and Student-t 95 % interval (absent
+    /// below 2 runs).
+    pub goodput_per_s: RepeatSummary,
+    /// Good ÷ cohort, the mean over the runs whose cohort has a request of the class; absent
+    /// when none has.
+    pub good_share: Option<f64>,
+    /// Good requests and cohort over the runs, as counted.
+    pub good: u64,
+    pub cohort: u64,
+    /// A run had no verdicts: the share counts SLOs, not answers, and never makes a knee.
+    pub slo_only: bool,
+    /// The runs' wall time (first dispatch to last completion, every request sent included) ×
+    /// the policy's cost rate × the cell's instances ÷ the point's good responses of every
+    /// class together; absent without a declared rate or with nothing good, never 0.
+    pub cost_per_good_response: Option<f64>,
+}
+
+/// Instances a cell's manifest serves on: its GPU count, 1 when it names none.
+fn instances(cell: &CellInput) -> u32 {
+    let gpus: u32 = cell
+        .manifest
+        .as_ref()
+        .map(|m| m.gpu_inventory.iter().map(|g| g.count).sum())
+        .unwrap_or(0);
+    gpus.max(1)
+}
+
+/// First dispatch to last completion of a run, in hours; absent without both.
+fn wall_hours(run: &RunInput) -> Option<f64> {
+    let first = run
+        .requests
+        .iter()
+        .filter_map(|r| r.dispatch_ms)
+        .min_by(f64::total_cmp)?;
+    let last = run
+        .requests
+        .iter()
+        .filter_map(|r| r.finish_ms)
+        .max_by(f64::total_cmp)?;
+    (last >= first).then(|| (last - first) / 3_600_000.0)
+}
+
+fn rate_of(load: &OfferedLoad) -> Option<f64> {
+    match load {
+        OfferedLoad::Rate { per_s } if per_s.is_finite() && *per_s > 0.0 => Some(*per_s),
+        _ => None,
+    }
+}
+
+/// The envelope of a cell over its goodput points.
+/// The envelope of a cell over its goodput points, in the order of their offered rate (points
+/// without one last, classes in policy order within a point), and its knee: the highest offered
+/// rate at which every class with requests has a good share of at least the policy's
+/// `envelope.min_good_share`, absent without that bar or when no point meets it.
+pub(super) fn envelope(
+    policy: &Policy,
+    cell: &CellInput,
+    points: &[Point<'_>],
+) -> (Vec<EnvelopePoint>, Option<f64>) {
+    let buckets = policy.classes.len() + 1;
+    let mut out = Vec::new();
+    for p in points {
+        let per_run: Vec<Vec<RunGoodput>> = p.runs.iter().map(|r| run_goodput(policy, r)).collect();
+        let good_all: u64 = per_run.iter().flatten().map(|g| g.good).sum();
+        let cost = policy.cost.as_ref().and_then(|c| {
+            let hours: Option<f64> = p.runs.iter().map(|r| wall_hours(r)).sum();
+            let hours = hours?;
+            (good_all > 0)
+                .then(|| hours * c.per_instance_hour * f64::from(instances(cell)) / good_all as f64)
+        });
+        for k in 0..buckets {
+            let rows: Vec<&RunGoodput> = per_run.iter().map(|r| &r[k]).collect();
+            let cohort: u64 = rows.iter().map(|g| g.cohort).sum();
+            if k == policy.classes.len() && cohort == 0 {
+                continue;
+            }
+            let shares: Vec<f64> = rows
+                .iter()
+                .filter(|g| g.cohort > 0)
+                .map(|g| g.good as f64 / g.cohort as f64)
+                .collect();
+            let per_s: Vec<f64> = rows.iter().map(|g| g.per_s).collect();
+            out.push(EnvelopePoint {
+                offered_rps: rate_of(&p.point.offered),
+                offered: p.point.offered.clone(),
+                admission_limit: p.point.admission_limit,
+                class: class_name(policy, (k < policy.classes.len()).then_some(k)),
+                repeats: p.runs.len() as u64,
+                runs: p.runs.iter().map(|r| r.run_id).collect(),
+                goodput_per_s: repeat_summary(&per_s),
+                good_share: (!shares.is_empty())
+                    .then(|| shares.iter().sum::<f64>() / shares.len() as f64),
+                good: rows.iter().map(|g| g.good).sum(),
+                cohort,
+                slo_only: rows.iter().any(|g| g.slo_only),
+                cost_per_good_response: cost,
+            });
+        }
+    }
+    // Points by offered rate, those without one last; the sort is stable, classes keep their order.
+    out.sort_by(|a, b| match (a.offered_rps, b.offered_rps) {
+        (Some(x), Some(y)) => x.total_cmp(&y),
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => std::cmp::Ordering::Equal,
+    });
+    let knee_rps = policy
+        .envelope
+        .as_ref()
+        .and_then(|rule| knee(&out, rule.min_good_share));
+    (out, knee_rps)
+}
+
+/// The highest offered rate whose every class with requests (the unclassified too) has a good
+/// share of at least `bar`, counted on verdicts (an SLO-only point never qualifies).
+fn knee(points: &[EnvelopePoint], bar: f64) -> Option<f64> {
+    let mut rates: Vec<f64> = points.iter().filter_map(|p| p.offered_rps).collect();
+    rates.dedup();
+    rates
+        .into_iter()
+        .filter(|&rate| {
+            let at: Vec<&EnvelopePoint> = points
+                .iter()
+                .filter(|p| p.offered_rps == Some(rate) && p.cohort > 0)
+                .collect();
+            !at.is_empty()
+                && at
+                    .iter()
+                    .all(|p| !p.slo_only && p.good_share.is_some_and(|s| s >= bar))
+        })
+        .max_by(f64::total_cmp)
+}
