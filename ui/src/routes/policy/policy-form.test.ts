@@ -30,6 +30,8 @@ const FULL = {
     { name: 'everything', filter: {}, margin: 0.05, protected: false },
   ],
   target_offered_load_rps: 4.5,
+  envelope: { min_good_share: 0.95 },
+  cost: { per_instance_hour: 4 },
 };
 
 describe('JSON and form round trip', () => {
@@ -57,11 +59,15 @@ describe('JSON and form round trip', () => {
     form.segments[0]!.floor = null;
     form.segments[0]!.filter.position = '';
     form.target_offered_load_rps = null;
+    form.min_good_share = null;
+    form.cost_per_instance_hour = null;
     const policy = formToPolicy(form) as typeof FULL;
     expect(policy.classes[0]).toEqual({ name: 'short', max_input_tokens: 1023, slo: { itl_ms: 50, e2e_ms: 5000 } });
     expect(policy.segments[0]).not.toHaveProperty('floor');
     expect(policy.segments[0]?.filter).not.toHaveProperty('position');
     expect(policy).not.toHaveProperty('target_offered_load_rps');
+    expect(policy).not.toHaveProperty('envelope');
+    expect(policy).not.toHaveProperty('cost');
   });
 
   it('treats a field emptied through bind:value (undefined) as empty', () => {

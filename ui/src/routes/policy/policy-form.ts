@@ -38,6 +38,10 @@ export type PolicyForm = {
   drain_s: NumberField;
   alpha: NumberField;
   target_offered_load_rps: NumberField;
+  /** `envelope.min_good_share`: the operating envelope's bar, a share. */
+  min_good_share: NumberField;
+  /** `cost.per_instance_hour`: what one serving instance costs per hour. */
+  cost_per_instance_hour: NumberField;
   segments: SegmentForm[];
 };
 
@@ -76,6 +80,8 @@ export function templateForm(): PolicyForm {
     drain_s: 30,
     alpha: 0.05,
     target_offered_load_rps: null,
+    min_good_share: null,
+    cost_per_instance_hour: null,
     segments: [
       segment('de-long', { language: 'de', length_class: 'long' }),
       segment('numeric', { task_type: 'numeric' }),
@@ -119,6 +125,8 @@ export function formToPolicy(form: PolicyForm): Record<string, unknown> {
     }),
   };
   if (isSet(form.target_offered_load_rps)) policy['target_offered_load_rps'] = form.target_offered_load_rps;
+  if (isSet(form.min_good_share)) policy['envelope'] = { min_good_share: form.min_good_share };
+  if (isSet(form.cost_per_instance_hour)) policy['cost'] = { per_instance_hour: form.cost_per_instance_hour };
   return policy;
 }
 
@@ -181,9 +189,13 @@ function list(value: unknown, path: string): unknown[] {
  */
 export function jsonToForm(text: string): PolicyForm {
   const root = object(JSON.parse(text) as unknown, '$');
-  onlyKeys(root, '$', ['classes', 'goodput', 'alpha', 'segments', 'target_offered_load_rps']);
+  onlyKeys(root, '$', ['classes', 'goodput', 'alpha', 'segments', 'target_offered_load_rps', 'envelope', 'cost']);
   const goodput = object(root['goodput'], 'goodput');
   onlyKeys(goodput, 'goodput', ['interval_s', 'drain_s']);
+  const envelope = root['envelope'] === undefined ? {} : object(root['envelope'], 'envelope');
+  onlyKeys(envelope, 'envelope', ['min_good_share']);
+  const cost = root['cost'] === undefined ? {} : object(root['cost'], 'cost');
+  onlyKeys(cost, 'cost', ['per_instance_hour']);
   const classes = list(root['classes'], 'classes').map((value, i): ClassForm => {
     const path = `classes[${i}]`;
     const c = object(value, path);
@@ -236,6 +248,8 @@ export function jsonToForm(text: string): PolicyForm {
     drain_s: num(goodput['drain_s'], 'goodput.drain_s', true),
     alpha: num(root['alpha'], 'alpha', true),
     target_offered_load_rps: num(root['target_offered_load_rps'], 'target_offered_load_rps', false),
+    min_good_share: num(envelope['min_good_share'], 'envelope.min_good_share', root['envelope'] !== undefined),
+    cost_per_instance_hour: num(cost['per_instance_hour'], 'cost.per_instance_hour', root['cost'] !== undefined),
     segments,
   };
 }
@@ -267,7 +281,16 @@ export function missingNumbers(form: PolicyForm): PolicyProblem[] {
 
 /** Every JSON path the form shows a field for; problems on other paths are shown above the form. */
 export function fieldPaths(form: PolicyForm): string[] {
-  const paths = ['classes', 'goodput.interval_s', 'goodput.drain_s', 'alpha', 'target_offered_load_rps', 'segments'];
+  const paths = [
+    'classes',
+    'goodput.interval_s',
+    'goodput.drain_s',
+    'alpha',
+    'target_offered_load_rps',
+    'envelope.min_good_share',
+    'cost.per_instance_hour',
+    'segments',
+  ];
   form.classes.forEach((_, i) => {
     for (const key of ['name', 'max_input_tokens', 'route', 'slo.ttft_ms', 'slo.itl_ms', 'slo.e2e_ms']) {
       paths.push(`classes[${i}].${key}`);
