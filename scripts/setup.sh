@@ -17,8 +17,9 @@ apt_packages=(
 )
 # The standard minisign, for the test that a signed packet verifies with `minisign -V`: added
 # where the distribution has it (Debian 11+, Ubuntu universe); the test says it skipped without.
+# (The policy is read whole first: `grep -q` ending the pipe early would fail it under pipefail.)
 if command -v apt-cache >/dev/null 2>&1 \
-  && apt-cache policy minisign 2>/dev/null | grep -q 'Candidate: [0-9]'; then
+  && grep -q 'Candidate: [0-9]' <<<"$(apt-cache policy minisign 2>/dev/null)"; then
   apt_packages+=(minisign)
 fi
 

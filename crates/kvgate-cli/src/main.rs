@@ -141,6 +141,10 @@ async fn run(cli: Cli) -> Result<Outcome, AppError> {
             Ok(done) => return done,
             Err(cmd) => Command::Manifest(cmd),
         },
+        Command::Packet(cmd) => match packet::run_offline(cmd).await {
+            Ok(done) => return done,
+            Err(cmd) => Command::Packet(cmd),
+        },
         other => other,
     };
     let app = App::open(DbLocation::from_option(cli.db)).await?;

@@ -99,6 +99,15 @@ fn listed(n: u64) -> String {
     )
 }
 
+/// `packet verify` and `packet key show` read files and the keyring only: they run without
+/// opening (or migrating) a database. `Err` gives back `export`, which needs one.
+pub async fn run_offline(cmd: PacketCommand) -> Result<Result<Outcome, AppError>, PacketCommand> {
+    match cmd {
+        PacketCommand::Export { .. } => Err(cmd),
+        other => Ok(files(other).await),
+    }
+}
+
 pub async fn run(app: &App, cmd: PacketCommand) -> Result<Outcome, AppError> {
     match cmd {
         PacketCommand::Export {
@@ -146,6 +155,13 @@ pub async fn run(app: &App, cmd: PacketCommand) -> Result<Outcome, AppError> {
             }
             Ok(Outcome::Success)
         }
+        other => files(other).await,
+    }
+}
+
+async fn files(cmd: PacketCommand) -> Result<Outcome, AppError> {
+    match cmd {
+        PacketCommand::Export { .. } => unreachable!("export opens a database: `run` takes it"),
         PacketCommand::Verify {
             target,
             pubkey,

@@ -102,8 +102,22 @@ export const journeys = [
         `window overall row ${JSON.stringify(row)}, CLI n ${overall.n} b ${overall.b} c ${overall.c}`);
       const verdicts = await s.texts('[data-testid="cell-card"][data-cell="Q8"] [data-testid="paired-verdict"]');
       assert(verdicts.length > 0 && verdicts.every((v) => !/equivalent/i.test(v)), `verdicts ${JSON.stringify(verdicts)}`);
-      const outcome = await s.text('[data-testid="cell-card"][data-cell="Q8"] [data-testid="cell-outcome"]');
-      assert(outcome.trim().length > 0, 'the decision outcome shown');
+      // The headline says what the gates say: the backend's sentence, the same in the window as in
+      // the CLI; an undecided quality gate reads "collect more evidence", never "quality holds".
+      const outcome = (await s.text('[data-testid="cell-card"][data-cell="Q8"] [data-testid="cell-outcome"]')).trim();
+      assert(outcome === q8.decision.headline, `headline ${JSON.stringify(outcome)}, CLI ${JSON.stringify(q8.decision.headline)}`);
+      const qualityGate = (await s.text('[data-testid="cell-card"][data-cell="Q8"] [data-testid="gate-quality"]')).trim();
+      if (q8.decision.quality_qualifies === null) {
+        assert(outcome.startsWith('collect more evidence') && qualityGate === 'undecided', `undecided quality: ${outcome} / ${qualityGate}`);
+      }
+      assert(!/quality holds/.test(outcome) || q8.decision.quality_qualifies === true, `headline overstates: ${outcome}`);
+      const classGates = await s.script(
+        'return [...document.querySelectorAll(\'[data-testid="cell-card"][data-cell="Q8"] [data-testid="class-gate"]\')].map((g) => [g.dataset.class, g.dataset.status]);',
+      );
+      assert(
+        JSON.stringify(classGates) === JSON.stringify(q8.decision.goodput_by_class.map((g) => [g.class, g.status])),
+        `class gates ${JSON.stringify(classGates)}`,
+      );
       const segments = await s.script(
         'return [...document.querySelectorAll(\'[data-testid="cell-card"][data-cell="Q8"] [data-testid="paired-row"][data-protected="true"]\')].map((r) => r.dataset.stratum);',
       );

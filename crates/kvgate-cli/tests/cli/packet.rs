@@ -68,6 +68,23 @@ fn export_then_verify_and_a_changed_byte_is_named() {
         )
     );
 
+    // Verifying needs no database: none is opened, created or migrated (an older kvgate can
+    // verify on a machine whose default database a newer one migrated).
+    let elsewhere = dir.path().join("never-created.sqlite");
+    let out = kvgate(&elsewhere, &["packet", "verify", packet.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(!elsewhere.exists(), "verify created a database");
+    let corrupt = dir.path().join("not-a-database.sqlite");
+    std::fs::write(&corrupt, b"not sqlite").unwrap();
+    let out = kvgate(&corrupt, &["packet", "verify", packet.to_str().unwrap()]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+
     let zip = dir.path().join("packet.zip");
     assert!(export(&zip, true).status.success());
     let out = kvgate(&db, &["packet", "verify", zip.to_str().unwrap()]);
