@@ -25,7 +25,7 @@ use crate::llm::LocalServer;
 use crate::manifests::{
     ManifestCapacity, ManifestCheck, ManifestDiff, ManifestVocabulary, StoredManifest,
 };
-use crate::runs::{LoadRunInput, QualityRunInput, RunDetail, RunEvent, RunSummary};
+use crate::runs::{LoadRunInput, QualityRunInput, RunDetail, RunEvent, RunSummary, SweepInput};
 use crate::weights::{CheckpointComparison, WeightsProgress};
 use crate::{AppError, AppInfo, ErrorCode};
 
@@ -66,6 +66,8 @@ pub fn write_bindings(dir: &Path) -> Result<(), String> {
     one::<CheckpointComparison>(&cfg)?;
     one::<QualityRunInput>(&cfg)?;
     one::<LoadRunInput>(&cfg)?;
+    one::<SweepInput>(&cfg)?;
+    one::<kvgate_core::sweep::SweepPlace>(&cfg)?;
     one::<RunSummary>(&cfg)?;
     one::<RunDetail>(&cfg)?;
     one::<RunEvent>(&cfg)?;

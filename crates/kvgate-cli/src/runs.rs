@@ -6,7 +6,9 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand};
 use kvgate_app::domain::policy::SegmentFilter;
-use kvgate_app::runs::{LoadRunInput, QualityRunInput, RunDetail, RunEvent, RunPhase, RunSummary};
+use kvgate_app::runs::{
+    LoadRunInput, QualityRunInput, RunDetail, RunEvent, RunPhase, RunSummary, SweepCell, SweepInput,
+};
 use kvgate_app::{App, AppError, ErrorCode};
 
 use crate::{print_json, Outcome};
@@ -125,6 +127,39 @@ pub enum RunCommand {
         /// Seconds after the duration before running requests are recorded unfinished
         #[arg(long, default_value_t = 30.0)]
         drain: f64,
+        /// Cycle only through items of a stratum, e.g. `--only length_class=short`
+        #[arg(long, value_name = "KEY=VALUE")]
+        only: Vec<String>,
+    },
+    /// Sweep offered load: every cell at every rate, open-loop Poisson arrivals, `--runs-per-point`
+    /// repeats each. Repeat r draws the same arrivals (seed + r) for every cell and rate; the
+    /// cells of each rate and repeat run in a random order drawn from --seed, recorded in each
+    /// run's config (`sweep`). --duration must be at least the locked policy's goodput interval
+    /// plus its drain deadline (goodput is good requests ÷ the interval); each run drains for
+    /// the policy's drain deadline. The analysis reads the runs as the cells' operating envelope
+    /// (`envelope`, `knee_rps` in `kvgate analyze --json`). Exits 2 when a run did not complete
+    /// or a cell's evidence does not match its manifest
+    Sweep {
+        #[command(flatten)]
+        target: Target,
+        #[command(flatten)]
+        cells: QualityCells,
+        /// Prompts to cycle through, the same at every point (every response is validated)
+        #[arg(long)]
+        corpus: PathBuf,
+        /// Offered rates in requests per second, run in this order, e.g. 0.05,0.1,0.2
+        #[arg(long, required = true, value_delimiter = ',', value_name = "RPS,RPS")]
+        rates: Vec<f64>,
+        /// Seconds during which each run's requests are planned
+        #[arg(long)]
+        duration: f64,
+        /// Repeats at each rate
+        #[arg(long, default_value_t = 2)]
+        runs_per_point: u32,
+        /// Cycle only through items of a stratum, e.g. `--only length_class=short` (a slow
+        /// server's envelope is measured on the items it can serve)
+        #[arg(long, value_name = "KEY=VALUE")]
+        only: Vec<String>,
     },
     /// List a study's runs
     List {
@@ -503,7 +538,9 @@ pub async fn run(app: &App, cmd: RunCommand) -> Result<Outcome, AppError> {
             duration,
             concurrency,
             drain,
+            only,
         } => {
+            let only = strata_filter(&only)?;
             let study = app.study_by_name(&target.study).await?;
             crate::endpoint::key_from_env(app, &cell.endpoint)?;
             let input = LoadRunInput {
@@ -520,6 +557,7 @@ pub async fn run(app: &App, cmd: RunCommand) -> Result<Outcome, AppError> {
                 startup_log: cell.startup_log.as_ref().map(|p| p.display().to_string()),
                 scrape_interval_ms: Some(target.scrape_interval_ms),
                 request_deadline_s: Some(target.request_deadline),
+                only,
             };
             let work = async {
                 app.run_load(&input, |e| progress.show(&e))
@@ -527,6 +565,42 @@ pub async fn run(app: &App, cmd: RunCommand) -> Result<Outcome, AppError> {
                     .map(|s| vec![s])
             };
             execute(app, target.json, work, run_id, false).await
+        }
+        RunCommand::Sweep {
+            target,
+            cells,
+            corpus,
+            rates,
+            duration,
+            runs_per_point,
+            only,
+        } => {
+            let only = strata_filter(&only)?;
+            let study = app.study_by_name(&target.study).await?;
+            let mut sweep_cells = Vec::new();
+            for (cell, endpoint, startup_log) in cell_targets(&cells)? {
+                crate::endpoint::key_from_env(app, &endpoint)?;
+                sweep_cells.push(SweepCell {
+                    cell,
+                    base_url: endpoint,
+                    startup_log,
+                });
+            }
+            let input = SweepInput {
+                study_id: study.id,
+                cells: sweep_cells,
+                rates,
+                duration_s: duration,
+                runs_per_point,
+                seed: target.seed,
+                model: target.model.clone(),
+                corpus_dir: corpus.display().to_string(),
+                scrape_interval_ms: Some(target.scrape_interval_ms),
+                request_deadline_s: Some(target.request_deadline),
+                only,
+            };
+            let work = app.run_sweep(&input, |e| progress.show(&e));
+            execute(app, target.json, work, run_id, true).await
         }
         RunCommand::List { study, json } => {
             let study = app.study_by_name(&study).await?;

@@ -32,6 +32,7 @@ pub mod review;
 pub mod run;
 pub mod stats;
 pub mod study;
+pub mod sweep;
 pub mod table;
 pub mod test_cell;
 pub mod validator;

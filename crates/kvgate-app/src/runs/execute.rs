@@ -100,16 +100,7 @@ impl App {
             scrape_interval_ms,
             deadline_s,
         } = t;
-        let stored = self.manifest(study_id, cell).await?;
-        let Some(_digest) = stored.digest.as_ref() else {
-            return Err(AppError::new(
-                ErrorCode::Conflict,
-                format!(
-                    "cell {cell}: its manifest is a draft; freeze it before running, so the run \
-                     is bound to an immutable manifest"
-                ),
-            ));
-        };
+        let stored = self.require_frozen(study_id, cell).await?;
         let manifest = Manifest::from_json(&stored.text)
             .map_err(|p| AppError::storage(format!("stored manifest of cell {cell}: {p}")))?;
         let endpoint = Endpoint {
@@ -206,24 +197,15 @@ impl App {
                 .run_quality_in(input, Some(&place), &mut on_event)
                 .await
                 .map_err(|e| {
-                    let stored: Vec<String> = done
-                        .iter()
-                        .map(|r| format!("run {} ({})", r.id, r.cell))
-                        .collect();
-                    AppError::new(
-                        e.code,
-                        format!(
-                            "cell {cell} ({} of {} in the order {}): {}{}",
+                    series_error(
+                        e,
+                        &format!(
+                            "cell {cell} ({} of {} in the order {})",
                             position + 1,
                             order.len(),
-                            order.join(", "),
-                            e.message,
-                            if stored.is_empty() {
-                                String::new()
-                            } else {
-                                format!("; already stored: {}", stored.join(", "))
-                            }
+                            order.join(", ")
                         ),
+                        &done,
                     )
                 })?;
             let stop = ran.state == RunState::Cancelled;
@@ -238,20 +220,29 @@ impl App {
     /// What a quality run checks before anything is stored or sent: the cell's manifest is
     /// frozen, its startup log readable, its corpus open.
     async fn check_quality_input(&self, input: &QualityRunInput) -> Result<(), AppError> {
-        let stored = self.manifest(input.study_id, &input.cell).await?;
+        self.require_frozen(input.study_id, &input.cell).await?;
+        read_startup_log(input.startup_log.as_deref())?;
+        open_corpus(Path::new(&input.corpus_dir))?;
+        Ok(())
+    }
+
+    /// A run is bound to an immutable manifest: a draft cell is refused before anything is sent.
+    async fn require_frozen(
+        &self,
+        study_id: i64,
+        cell: &str,
+    ) -> Result<crate::manifests::StoredManifest, AppError> {
+        let stored = self.manifest(study_id, cell).await?;
         if stored.digest.is_none() {
             return Err(AppError::new(
                 ErrorCode::Conflict,
                 format!(
-                    "cell {}: its manifest is a draft; freeze it before running, so the run is \
-                     bound to an immutable manifest",
-                    input.cell
+                    "cell {cell}: its manifest is a draft; freeze it before running, so the run is \
+                     bound to an immutable manifest"
                 ),
             ));
         }
-        read_startup_log(input.startup_log.as_deref())?;
-        open_corpus(Path::new(&input.corpus_dir))?;
-        Ok(())
+        Ok(stored)
     }
 
     async fn run_quality_in(
@@ -424,6 +415,97 @@ impl App {
         input: &LoadRunInput,
         on_event: impl FnMut(RunEvent) + Send,
     ) -> Result<RunSummary, AppError> {
+        self.run_load_in(input, None, on_event).await
+    }
+
+    /// Sweeps offered load: every cell at every rate, `runs_per_point` repeats each, open-loop
+    /// Poisson arrivals for `duration_s` (at least the locked policy's goodput interval plus its
+    /// drain, which is also each run's drain). Repeat `r` draws the same arrivals for every cell;
+    /// the cells of each (rate, repeat) run in a seeded random order. The plan is
+    /// `kvgate_core::sweep::plan`; each run's configuration records its place (`sweep`). Every
+    /// cell is checked before the first request; a cancelled or failed run ends the sweep, and
+    /// an error names the runs already stored.
+    pub async fn run_sweep(
+        &self,
+        input: &SweepInput,
+        mut on_event: impl FnMut(RunEvent) + Send,
+    ) -> Result<Vec<RunSummary>, AppError> {
+        let policy = self
+            .require_locked_policy(
+                input.study_id,
+                "a sweep is not started: its duration is sized by the policy's goodput interval and drain",
+            )
+            .await?
+            .policy;
+        let names: Vec<String> = input.cells.iter().map(|c| c.cell.clone()).collect();
+        let spec = kvgate_core::sweep::SweepSpec {
+            cells: &names,
+            rates: &input.rates,
+            repeats: input.runs_per_point,
+            duration_s: input.duration_s,
+            seed: input.seed,
+        };
+        let steps = kvgate_core::sweep::plan(&spec, &policy).map_err(|e| invalid(e.to_string()))?;
+        for c in &input.cells {
+            self.require_frozen(input.study_id, &c.cell).await?;
+            read_startup_log(c.startup_log.as_deref())?;
+        }
+        open_corpus(Path::new(&input.corpus_dir))?;
+        let mut done: Vec<RunSummary> = Vec::new();
+        for (k, step) in steps.iter().enumerate() {
+            let cell = input
+                .cells
+                .iter()
+                .find(|c| c.cell == step.cell)
+                .expect("the plan holds the cells given");
+            let load = LoadRunInput {
+                study_id: input.study_id,
+                cell: cell.cell.clone(),
+                base_url: cell.base_url.clone(),
+                model: input.model.clone(),
+                corpus_dir: Some(input.corpus_dir.clone()),
+                arrivals: Some(format!("poisson:{}", step.place.rate)),
+                duration_s: input.duration_s,
+                concurrency: None,
+                seed: Some(step.place.arrival_seed),
+                drain_s: Some(policy.goodput.drain_s),
+                startup_log: cell.startup_log.clone(),
+                scrape_interval_ms: input.scrape_interval_ms,
+                request_deadline_s: input.request_deadline_s,
+                only: input.only.clone(),
+            };
+            let ran = self
+                .run_load_in(&load, Some(&step.place), &mut on_event)
+                .await
+                .map_err(|e| {
+                    series_error(
+                        e,
+                        &format!(
+                            "cell {} at {} req/s, repeat {} (run {} of {})",
+                            step.cell,
+                            step.place.rate,
+                            step.place.repeat + 1,
+                            k + 1,
+                            steps.len()
+                        ),
+                        &done,
+                    )
+                })?;
+            let stop = ran.state == RunState::Cancelled;
+            done.push(ran);
+            if stop {
+                break;
+            }
+        }
+        Ok(done)
+    }
+
+    async fn run_load_in(
+        &self,
+        input: &LoadRunInput,
+        sweep: Option<&kvgate_core::sweep::SweepPlace>,
+        on_event: impl FnMut(RunEvent) + Send,
+    ) -> Result<RunSummary, AppError> {
         let p = self
             .prepare(Target {
                 study_id: input.study_id,
@@ -454,7 +536,20 @@ impl App {
             Some(dir) => open_corpus(Path::new(dir))?,
             None => crate::fixtures::default_load_corpus(seed)?,
         };
-        let ids: Vec<String> = corpus.items.iter().map(|i| i.id.clone()).collect();
+        let only = input.only.clone().unwrap_or_default();
+        let ids: Vec<String> = corpus
+            .items
+            .iter()
+            .filter(|i| ItemStrata::from_item_id(&i.id).is_some_and(|s| only.matches(&s)))
+            .map(|i| i.id.clone())
+            .collect();
+        if ids.is_empty() {
+            return Err(invalid(format!(
+                "only: expected strata matching at least one of the corpus's {} items, found none matching {}",
+                corpus.items.len(),
+                serde_json::to_string(&only).unwrap_or_default()
+            )));
+        }
         let order = quality_order(&ids, 1, seed);
         let by_id: BTreeMap<&str, &FixtureItem> =
             corpus.items.iter().map(|i| (i.id.as_str(), i)).collect();
@@ -491,20 +586,31 @@ impl App {
                 "synthetic": corpus.meta.synthetic,
             },
             "mode": mode,
+            "only": only,
             "duration_ms": duration.as_millis() as u64,
             "drain_ms": drain.as_millis() as u64,
             "seed": seed,
         }));
+        let config = match (config, sweep) {
+            (Value::Object(mut c), Some(place)) => {
+                c.insert("sweep".into(), json!(place));
+                Value::Object(c)
+            }
+            (config, _) => config,
+        };
         let label = match (&arrivals, input.concurrency) {
             (_, Some(n)) => format!(
                 "load · {} · closed loop × {n} · {} s",
                 input.cell, input.duration_s
             ),
             (Some(_), None) => format!(
-                "load · {} · {} · {} s",
+                "load · {} · {} · {} s{}",
                 input.cell,
                 input.arrivals.as_deref().unwrap_or_default(),
-                input.duration_s
+                input.duration_s,
+                sweep
+                    .map(|s| format!(" · sweep repeat {} of {}", s.repeat + 1, s.repeats))
+                    .unwrap_or_default()
             ),
             (None, None) => unreachable!("checked above"),
         };
@@ -877,4 +983,18 @@ impl App {
     pub(crate) async fn mark_interrupted_runs(&self) -> Result<u64, AppError> {
         Ok(self.store.mark_interrupted_runs(process_alive).await?)
     }
+}
+
+/// A run of a series that failed, named by `context`, with the runs the series already stored.
+fn series_error(e: AppError, context: &str, done: &[RunSummary]) -> AppError {
+    let stored: Vec<String> = done
+        .iter()
+        .map(|r| format!("run {} ({})", r.id, r.cell))
+        .collect();
+    let stored = if stored.is_empty() {
+        String::new()
+    } else {
+        format!("; already stored: {}", stored.join(", "))
+    };
+    AppError::new(e.code, format!("{context}: {}{stored}", e.message))
 }

@@ -135,6 +135,46 @@ pub struct LoadRunInput {
     pub scrape_interval_ms: Option<u32>,
     #[serde(default)]
     pub request_deadline_s: Option<f64>,
+    /// Cycle only through the items of these strata (e.g. short ones, for a slow server).
+    #[serde(default)]
+    pub only: Option<SegmentFilter>,
+}
+
+/// One cell of a sweep: its server and, for the compatibility check, its startup log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
+pub struct SweepCell {
+    pub cell: String,
+    pub base_url: String,
+    #[serde(default)]
+    pub startup_log: Option<String>,
+}
+
+/// An offered-load sweep over cells and rates (`App::run_sweep`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
+pub struct SweepInput {
+    pub study_id: i64,
+    pub cells: Vec<SweepCell>,
+    /// Offered rates, requests per second, in the order run.
+    pub rates: Vec<f64>,
+    /// Seconds during which each run's requests are planned: at least the locked policy's
+    /// goodput interval plus its drain deadline.
+    pub duration_s: f64,
+    /// Repeats at each rate (runs per point).
+    pub runs_per_point: u32,
+    #[ts(type = "number")]
+    pub seed: u64,
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Prompts to cycle through, the same at every point (every response is validated
+    /// against its item).
+    pub corpus_dir: String,
+    #[serde(default)]
+    pub scrape_interval_ms: Option<u32>,
+    #[serde(default)]
+    pub request_deadline_s: Option<f64>,
+    /// Cycle only through the items of these strata.
+    #[serde(default)]
+    pub only: Option<SegmentFilter>,
 }
 
 /// A run as listed.

@@ -2,7 +2,7 @@ use kvgate_core::run::RunProvenance;
 use std::collections::HashMap;
 
 use kvgate_app::fixtures::open_corpus;
-use kvgate_app::runs::{LoadRunInput, QualityRunInput, RunPhase};
+use kvgate_app::runs::{LoadRunInput, QualityRunInput, RunPhase, SweepCell, SweepInput};
 use kvgate_app::{App, DbLocation, ErrorCode};
 use kvgate_core::study::NewStudy;
 
@@ -16,6 +16,12 @@ fn path(rel: &str) -> String {
 
 /// B0 and Q8 frozen and the demo policy locked: verdicts are shown only once it is.
 async fn app_with_cells(name: &str) -> (tempfile::TempDir, App, i64) {
+    let policy = std::fs::read_to_string(path("fixtures/policies/demo-cpu.json")).unwrap();
+    app_with_cells_under(name, &policy).await
+}
+
+/// B0 and Q8 frozen and `policy_json` locked.
+async fn app_with_cells_under(name: &str, policy_json: &str) -> (tempfile::TempDir, App, i64) {
     let dir = tempfile::tempdir().unwrap();
     let app = App::open(DbLocation::Path(dir.path().join("ws.sqlite")))
         .await
@@ -38,7 +44,13 @@ async fn app_with_cells(name: &str) -> (tempfile::TempDir, App, i64) {
             .await
             .unwrap();
     }
-    crate::lock_demo_policy(&app, study.id).await;
+    app.lock_policy(kvgate_app::analysis::LockPolicyInput {
+        study_id: study.id,
+        policy_json: policy_json.to_owned(),
+        locked_by: "owner".into(),
+    })
+    .await
+    .unwrap();
     (dir, app, study.id)
 }
 
@@ -282,6 +294,7 @@ async fn runs_need_a_frozen_manifest_and_valid_input() {
         startup_log: None,
         scrape_interval_ms: None,
         request_deadline_s: None,
+        only: None,
     };
     let err = app.run_load(&load, |_| {}).await.unwrap_err();
     assert!(err.message.contains("expected poisson"), "{}", err.message);
@@ -308,6 +321,7 @@ async fn open_loop_load_run_accounts_for_every_planned_request() {
         startup_log: Some(path("fixtures/evidence/llamacpp-f16-startup.log")),
         scrape_interval_ms: Some(100),
         request_deadline_s: Some(5.0),
+        only: None,
     };
     let summary = app.run_load(&load, |_| {}).await.unwrap();
     assert_eq!(summary.kind.as_str(), "load");
@@ -621,4 +635,130 @@ async fn cells_run_one_after_another_in_the_seeded_recorded_order() {
         .unwrap_err();
     assert!(err.message.contains("C9"), "{}", err.message);
     assert_eq!(app.list_runs(sid).await.unwrap().len(), before);
+}
+
+/// The demo policy with a goodput window short enough for a test sweep (0.4 s + 0.4 s) and an
+/// envelope bar.
+fn sweep_policy() -> String {
+    let text = std::fs::read_to_string(path("fixtures/policies/demo-cpu.json")).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    v["goodput"] = serde_json::json!({"interval_s": 0.4, "drain_s": 0.4});
+    v["envelope"] = serde_json::json!({"min_good_share": 0.4});
+    v.to_string()
+}
+
+fn sweep_input(sid: i64, base: &str, duration_s: f64) -> SweepInput {
+    let cell = |name: &str, log: &str| SweepCell {
+        cell: name.into(),
+        base_url: base.to_owned(),
+        startup_log: Some(path(&format!(
+            "fixtures/evidence/llamacpp-{log}-startup.log"
+        ))),
+    };
+    SweepInput {
+        study_id: sid,
+        cells: vec![cell("B0", "f16"), cell("Q8", "q8_0")],
+        rates: vec![10.0, 20.0],
+        duration_s,
+        runs_per_point: 2,
+        seed: 3,
+        model: None,
+        corpus_dir: path("fixtures/demo/corpus"),
+        scrape_interval_ms: Some(0),
+        request_deadline_s: Some(5.0),
+        only: None,
+    }
+}
+
+/// A sweep runs every cell at every rate twice, each (rate, repeat) on the same arrivals for
+/// both cells in a recorded order, and the analysis reads it as the cells' envelope.
+#[tokio::test]
+async fn a_sweep_runs_every_cell_at_every_rate_on_the_same_arrivals_and_gives_the_envelope() {
+    let (_dir, app, sid) = app_with_cells_under("sweep", &sweep_policy()).await;
+    let (answers, _) = answers();
+    let server = answer_server::start(answers).await;
+    let runs = app
+        .run_sweep(&sweep_input(sid, &server.base(), 0.8), |_| {})
+        .await
+        .unwrap();
+    assert_eq!(runs.len(), 2 * 2 * 2);
+    let mut seen = Vec::new();
+    for r in &runs {
+        let place = &r.config["sweep"];
+        let key = (
+            place["rate"].as_f64().unwrap(),
+            place["repeat"].as_u64().unwrap(),
+        );
+        // The arrivals: Poisson at the point's rate, seeded by the repeat, for every cell.
+        assert_eq!(
+            r.config["mode"]["open_loop"]["kind"], "poisson",
+            "{}",
+            r.config
+        );
+        assert_eq!(r.config["seed"], 3 + key.1);
+        assert_eq!(place["arrival_seed"], 3 + key.1);
+        assert_eq!(r.config["drain_ms"], 400);
+        let order = place["cell_order"]["order"].as_array().unwrap();
+        let position = place["cell_order"]["position"].as_u64().unwrap() as usize;
+        assert_eq!(order[position], r.cell.as_str());
+        seen.push((key.0.to_bits(), key.1, r.cell.clone()));
+    }
+    seen.sort();
+    seen.dedup();
+    assert_eq!(seen.len(), 8, "each cell once per rate and repeat");
+    let a = app.analyze(sid).await.unwrap();
+    for cell in &a.body.cells {
+        let rates: Vec<Option<f64>> = cell
+            .envelope
+            .iter()
+            .filter(|p| p.class == "short")
+            .map(|p| p.offered_rps)
+            .collect();
+        assert_eq!(rates, [Some(10.0), Some(20.0)], "{}", cell.cell);
+        assert!(cell.envelope.iter().all(|p| p.repeats == 2));
+    }
+    // The candidate's runs at a point are the same arrivals as B0's: goodput is compared.
+    let q8 = a.body.cells.iter().find(|c| c.cell == "Q8").unwrap();
+    assert!(
+        q8.goodput_comparable.as_ref().is_some_and(|c| c.comparable),
+        "{:?}",
+        q8.goodput_comparable
+    );
+}
+
+/// A sweep shorter than the policy's interval and drain, or before a policy is locked, is
+/// refused before anything is sent or stored.
+#[tokio::test]
+async fn a_sweep_shorter_than_the_goodput_window_or_without_a_policy_is_refused() {
+    let (_dir, app, sid) = app_with_cells_under("short sweep", &sweep_policy()).await;
+    let (answers, _) = answers();
+    let server = answer_server::start(answers).await;
+    let err = app
+        .run_sweep(&sweep_input(sid, &server.base(), 0.5), |_| {})
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::InvalidInput);
+    assert!(
+        err.message.contains("0.4 s + 0.4 s = 0.8 s") && err.message.contains("found 0.5 s"),
+        "{}",
+        err.message
+    );
+    assert!(app.list_runs(sid).await.unwrap().is_empty());
+
+    let dir = tempfile::tempdir().unwrap();
+    let app = App::open(DbLocation::Path(dir.path().join("ws.sqlite")))
+        .await
+        .unwrap();
+    let study = app
+        .create_study(NewStudy {
+            name: "no policy".into(),
+            description: String::new(),
+        })
+        .await
+        .unwrap();
+    let err = app
+        .run_sweep(&sweep_input(study.id, &server.base(), 10.0), |_| {})
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::PolicyNotLocked, "{}", err.message);
 }

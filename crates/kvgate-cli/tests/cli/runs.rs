@@ -339,3 +339,102 @@ fn several_cells_run_one_after_another_in_a_seeded_recorded_order() {
     let after = kvgate(&db, &["run", "list", "--study", "cpu", "--json"]);
     assert_eq!(before.stdout, after.stdout, "nothing stored");
 }
+
+/// `kvgate run sweep`: every cell at every rate, the runs-per-point repeats, each run's place
+/// recorded; a duration shorter than the policy's goodput interval plus drain is refused with
+/// both figures, before anything is stored; `--help` says what the sweep does.
+#[test]
+fn a_sweep_runs_each_cell_at_each_rate_and_a_short_duration_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("ws.sqlite");
+    study_with_cells(&db);
+    let text = std::fs::read_to_string(format!("{ROOT}fixtures/policies/demo-cpu.json")).unwrap();
+    let mut policy: serde_json::Value = serde_json::from_str(&text).unwrap();
+    policy["goodput"] = serde_json::json!({"interval_s": 0.3, "drain_s": 0.2});
+    let file = dir.path().join("policy.json");
+    std::fs::write(&file, policy.to_string()).unwrap();
+    let out = kvgate(
+        &db,
+        &[
+            "policy",
+            "lock",
+            "--study",
+            "cpu",
+            "--file",
+            file.to_str().unwrap(),
+            "--by",
+            "owner",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let corpus = format!("{ROOT}fixtures/demo/corpus");
+    let sweep = |duration: &str| {
+        kvgate(
+            &db,
+            &[
+                "run",
+                "sweep",
+                "--study",
+                "cpu",
+                "--cells",
+                "B0,Q8",
+                "--endpoint",
+                "B0=http://127.0.0.1:9",
+                "--endpoint",
+                "Q8=http://127.0.0.1:9",
+                "--corpus",
+                &corpus,
+                "--rates",
+                "5,10",
+                "--runs-per-point",
+                "2",
+                "--duration",
+                duration,
+                "--scrape-interval-ms",
+                "0",
+                "--seed",
+                "4",
+                "--json",
+            ],
+        )
+    };
+    let out = sweep("0.4");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("0.3 s + 0.2 s = 0.5 s") && stderr(&out).contains("found 0.4 s"),
+        "{}",
+        stderr(&out)
+    );
+    let listed = kvgate(&db, &["run", "list", "--study", "cpu", "--json"]);
+    assert_eq!(stdout(&listed).trim(), "[]");
+
+    // Nothing answers on port 9: every request fails and is stored as such; no startup log, so
+    // the cells are not shown valid (exit 2), every run of the plan stored.
+    let out = sweep("0.5");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let runs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let runs = runs.as_array().unwrap();
+    assert_eq!(runs.len(), 8);
+    for r in runs {
+        let place = &r["run"]["config"]["sweep"];
+        let rates: Vec<f64> = place["rates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r.as_f64().unwrap())
+            .collect();
+        assert_eq!(rates, [5.0, 10.0]);
+        assert_eq!(place["repeats"], 2);
+        assert_eq!(r["run"]["config"]["seed"], place["arrival_seed"]);
+        assert!(r["run"]["label"].as_str().unwrap().contains("sweep repeat"));
+    }
+    let help = stdout(&kvgate(&db, &["run", "sweep", "--help"]));
+    for words in [
+        "--rates",
+        "--runs-per-point",
+        "goodput interval",
+        "drain deadline",
+    ] {
+        assert!(help.contains(words), "{words}: {help}");
+    }
+}
