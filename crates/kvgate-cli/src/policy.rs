@@ -209,8 +209,8 @@ pub async fn analyze(app: &App, args: AnalyzeArgs) -> Result<Outcome, AppError> 
         }
         for (class, g) in &c.goodput {
             println!(
-                "  goodput {class}: {} /s{}  good {} of cohort {} (unfinished {}, failed {}, refused {})",
-                num(g.per_s),
+                "  goodput {class}: {}{}  good {} of cohort {} (unfinished {}, failed {}, refused {})",
+                display::rate(g.per_s, "good/s"),
                 if g.slo_only { " (SLO-only)" } else { "" },
                 g.good,
                 g.cohort,

@@ -580,19 +580,48 @@ fn envelope_gate(cell: &CellInput, e: &EnvelopeGate<'_>, class: &str) -> (GateSt
             format!("SLO-only goodput on {side} at the target load (a run without verdicts counts SLOs, not answer quality): it never qualifies"),
         );
     }
+    let missing: Vec<&str> = [(c.cohort == 0, name.as_str()), (b.cohort == 0, "B0")]
+        .into_iter()
+        .filter_map(|(m, n)| m.then_some(n))
+        .collect();
+    if !missing.is_empty() {
+        return (
+            Undecided,
+            format!(
+                "no request of this class at the target load {target} on {}",
+                missing.join(" or ")
+            ),
+        );
+    }
     let (Some(cs), Some(bs)) = (c.good_share, b.good_share) else {
         return (
             Undecided,
-            format!("no request of this class at the target load {target} on one side"),
+            format!("no request of this class at the target load {target}"),
         );
     };
     let bar = display::share(Some(e.bar));
     let (cs_text, bs_text) = display::distinct(cs, bs, 3, display::share_with);
-    if cs >= e.bar && bs < e.bar {
-        return (
-            Qualifies,
-            format!("at the target load {target}: {cs_text} good, at least the bar {bar}, where B0 has {bs_text}"),
-        );
+    // Inside or outside the bar beyond repeat variation: the 95 % interval of the good share
+    // over the runs at the point, not its mean alone.
+    let side = |r: &RepeatSummary| match (r.ci_low, r.ci_high) {
+        (Some(lo), _) if lo >= e.bar => Some(true),
+        (_, Some(hi)) if hi < e.bar => Some(false),
+        _ => None,
+    };
+    match (side(&c.good_share_repeats), side(&b.good_share_repeats)) {
+        (Some(true), Some(false)) => {
+            return (
+                Qualifies,
+                format!("at the target load {target}: {cs_text} good, at least the bar {bar} beyond repeat variation, where B0 has {bs_text}, below it"),
+            );
+        }
+        (None, _) | (_, None) if cs >= e.bar && bs < e.bar => {
+            return (
+                Undecided,
+                format!("at the target load {target}: {cs_text} good against B0's {bs_text}, the bar {bar} within repeat variation (or fewer than 2 runs a side): collect more runs at the point"),
+            );
+        }
+        _ => {}
     }
     let knees = match (e.candidate_knee, e.b0_knee) {
         (Some(ck), Some(bk)) if ck > bk => {

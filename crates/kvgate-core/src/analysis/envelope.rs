@@ -29,6 +29,9 @@ pub struct EnvelopePoint {
     /// Good ÷ cohort, the mean over the runs whose cohort has a request of the class; absent
     /// when none has.
     pub good_share: Option<f64>,
+    /// The good share's variation over those runs: mean, sd and Student-t 95 % interval
+    /// (absent below 2 runs). The gate reads the bar against this interval, not the mean alone.
+    pub good_share_repeats: RepeatSummary,
     /// Good requests and cohort over the runs, as counted.
     pub good: u64,
     pub cohort: u64,
@@ -115,6 +118,7 @@ pub(super) fn envelope(
                 goodput_per_s: repeat_summary(&per_s),
                 good_share: (!shares.is_empty())
                     .then(|| shares.iter().sum::<f64>() / shares.len() as f64),
+                good_share_repeats: repeat_summary(&shares),
                 good: rows.iter().map(|g| g.good).sum(),
                 cohort,
                 slo_only: rows.iter().any(|g| g.slo_only),

@@ -1734,12 +1734,16 @@ fn the_envelope_gate_compares_the_target_load_then_the_knee_and_names_a_missing_
         prompts: Vec::new(),
         cells: vec![cell("B0", TestCell::B0, b0), cell("C2", TestCell::C2, c)],
     };
-    // At 2 /s B0 keeps 5 of 10 good, C2 all 10.
+    // At 2 /s B0 keeps 5 of 10 good in each of its two runs, C2 all 10: beyond repeat variation.
     let a = analyze(
         &p,
         &study(
-            vec![at_rate(1, 1.0, 10), at_rate(2, 2.0, 5)],
-            vec![at_rate(3, 1.0, 10), at_rate(4, 2.0, 10)],
+            vec![at_rate(1, 1.0, 10), at_rate(2, 2.0, 5), at_rate(5, 2.0, 5)],
+            vec![
+                at_rate(3, 1.0, 10),
+                at_rate(4, 2.0, 10),
+                at_rate(6, 2.0, 10),
+            ],
         ),
     );
     let g = gate(&a.cells[1], "short");
@@ -1753,6 +1757,20 @@ fn the_envelope_gate_compares_the_target_load_then_the_knee_and_names_a_missing_
         (a.cells[0].knee_rps, a.cells[1].knee_rps),
         (Some(1.0), Some(2.0))
     );
+    // The same side of the bar on the mean from runs that vary (C2 10 and 8 good: 90.0%, the
+    // bar, inside a wide interval) or from one run a side: undecided, never a pass on the mean.
+    for (b0, c2) in [
+        (
+            vec![at_rate(2, 2.0, 5), at_rate(5, 2.0, 5)],
+            vec![at_rate(4, 2.0, 10), at_rate(6, 2.0, 8)],
+        ),
+        (vec![at_rate(2, 2.0, 5)], vec![at_rate(4, 2.0, 10)]),
+    ] {
+        let a = analyze(&p, &study(b0, c2));
+        let g = gate(&a.cells[1], "short");
+        assert_eq!(g.status, GateStatus::Undecided, "{g:?}");
+        assert!(g.reason.contains("within repeat variation"), "{}", g.reason);
+    }
     // Both inside the bar at 2 /s: the knee decides; C2's is higher (4 /s).
     let a = analyze(
         &p,

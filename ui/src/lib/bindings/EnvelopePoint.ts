@@ -30,6 +30,11 @@ goodput_per_s: RepeatSummary,
  */
 good_share: number | null, 
 /**
+ * The good share's variation over those runs: mean, sd and Student-t 95 % interval
+ * (absent below 2 runs). The gate reads the bar against this interval, not the mean alone.
+ */
+good_share_repeats: RepeatSummary, 
+/**
  * Good requests and cohort over the runs, as counted.
  */
 good: number, cohort: number, 

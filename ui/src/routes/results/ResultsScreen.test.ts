@@ -290,6 +290,7 @@ describe('Results screen', () => {
       runs: [5, 6],
       goodput_per_s: { n: 2, mean: share, sd: 0.05, ci_low: share - 0.1, ci_high: share + 0.1 },
       good_share: share,
+      good_share_repeats: { n: 2, mean: share, sd: 0, ci_low: share, ci_high: share },
       good: Math.round(share * 20),
       cohort: 20,
       slo_only: false,
