@@ -26,6 +26,7 @@ fn main() {
         "compare_weights",
         "run_quality",
         "run_load",
+        "run_sweep",
         "cancel_run",
         "list_runs",
         "run_detail",

@@ -84,6 +84,7 @@ pub fn build_app_with<R: Runtime>(
             commands::weights::cancel_weights_digest,
             commands::runs::run_quality,
             commands::runs::run_load,
+            commands::runs::run_sweep,
             commands::runs::cancel_run,
             commands::runs::list_runs,
             commands::runs::run_detail,

@@ -1,5 +1,5 @@
 use kvgate_app::llm::LocalServer;
-use kvgate_app::runs::{LoadRunInput, QualityRunInput, RunDetail, RunSummary};
+use kvgate_app::runs::{LoadRunInput, QualityRunInput, RunDetail, RunSummary, SweepInput};
 use kvgate_app::{App, AppError};
 use tauri::{AppHandle, Emitter, Runtime, State};
 
@@ -25,6 +25,18 @@ pub async fn run_load<R: Runtime>(
     input: LoadRunInput,
 ) -> Result<RunSummary, AppError> {
     app.run_load(&input, |e| {
+        let _ = handle.emit(RUN_PROGRESS_EVENT, e);
+    })
+    .await
+}
+
+#[tauri::command]
+pub async fn run_sweep<R: Runtime>(
+    handle: AppHandle<R>,
+    app: State<'_, App>,
+    input: SweepInput,
+) -> Result<Vec<RunSummary>, AppError> {
+    app.run_sweep(&input, |e| {
         let _ = handle.emit(RUN_PROGRESS_EVENT, e);
     })
     .await

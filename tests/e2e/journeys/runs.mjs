@@ -7,6 +7,7 @@
 // average), so the runs send few items (plus one warm-up request) — now 4 and the waits are long.
 
 import { assert, waitUntil, valueOf, choose, recordedStudy } from '../helpers.mjs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -135,6 +136,17 @@ async function openFirstRun(s) {
   await waitUntil(() => s.findAll('[data-testid="run-row"]'), (rows) => rows.length === 2, 'the two recorded runs listed', 15000);
   await s.click('[data-testid="run-row"] [data-testid="run-row-open"]');
   await s.waitFor('[data-testid="run-detail"]', { timeoutMs: 30000 });
+}
+
+/** A policy whose goodput window fits a short sweep on CPU (4 s + 4 s), with an envelope bar. */
+function sweepPolicy(ctx) {
+  const text = readFileSync(resolve(root, 'fixtures/policies/demo-cpu.json'), 'utf8');
+  const policy = JSON.parse(text);
+  policy.goodput = { interval_s: 4, drain_s: 4 };
+  policy.envelope = { min_good_share: 0.5 };
+  const file = join(ctx.work, 'sweep-policy.json');
+  writeFileSync(file, JSON.stringify(policy));
+  return file;
 }
 
 export const journeys = [
@@ -286,6 +298,98 @@ export const journeys = [
       } finally {
         // A failed journey must not leave llama.cpp servers running for the next ones: stop what
         // the window still lists, by PID.
+        const listed = await serversState(s).then((st) => st.servers.map((x) => x.pid)).catch(() => []);
+        for (const pid of new Set([...pids, ...listed])) {
+          try {
+            process.kill(pid, 'SIGTERM');
+          } catch {
+            /* already stopped */
+          }
+        }
+      }
+    },
+  },
+  {
+    name: 'sweep: B0 and Q8 at two offered rates on the local f16 and q8_0 servers from the window; the envelope on Results',
+    async run(ctx) {
+      const db = ctx.db('sweep');
+      const study = 'Sweep on CPU';
+      ctx.kvgate(['--db', db, 'study', 'create', study]);
+      for (const path of Object.values(MANIFESTS)) {
+        ctx.kvgate(['--db', db, 'manifest', 'freeze', '--study', study, resolve(root, path)]);
+      }
+      ctx.kvgate(['--db', db, 'policy', 'lock', '--study', study, '--file', sweepPolicy(ctx), '--by', 'owner']);
+      const s = await ctx.launch(['--db', db]);
+      let pids = [];
+      try {
+        await s.waitForTexts('[data-testid="study-row"] [data-testid="study-row-name"]', (t) => t.includes(study));
+        await s.click('[data-testid="study-open"]');
+        await s.waitForTexts('[data-testid="current-study"]', (t) => t[0] === study);
+        await s.click('[data-testid="nav-runs"]');
+        await s.waitFor('[data-testid="screen-runs"]');
+        await s.click('[data-testid="server-start-f16"]');
+        await s.click('[data-testid="server-start-q8_0"]');
+        const servers = await waitUntil(
+          () => serversState(s),
+          (st) => st.errors.length > 0 || ['f16', 'q8_0'].every((kv) => st.servers.some((x) => x.kv === kv)),
+          'the f16 and q8_0 servers to be listed',
+          SERVER_READY_MS,
+        );
+        pids = servers.servers.map((x) => x.pid);
+        assert(servers.errors.length === 0, `a server did not start: ${JSON.stringify(servers.errors)}`);
+
+        // The sweep form: each frozen cell on the local server of its KV type.
+        await s.click('[data-testid="sweep-form-panel"] summary');
+        const cells = await waitUntil(
+          () => s.script('return [...document.querySelectorAll(\'[data-testid="sweep-cell"]\')].map((r) => [r.dataset.cell, r.querySelector(\'[data-testid="sweep-cell-endpoint"]\').selectedOptions[0]?.textContent.trim()]);'),
+          (c) => c.length === 2,
+          'the two frozen cells in the sweep form',
+        );
+        assert(cells[0][0] === 'B0' && cells[0][1].startsWith('f16 local server') && cells[1][1].startsWith('q8_0 local server'),
+          `sweep cells ${JSON.stringify(cells)}`);
+        // A duration shorter than the policy's 4 s + 4 s is the backend's refusal, shown as it says it.
+        await s.type('[data-testid="sweep-rates"]', '0.5, 1');
+        await s.type('[data-testid="sweep-duration"]', '5');
+        await s.type('[data-testid="sweep-runs-per-point"]', '1');
+        await s.type('[data-testid="sweep-corpus"]', resolve(root, 'fixtures/demo/corpus'));
+        await s.click('[data-testid="sweep-start"]');
+        const refused = await s.waitFor('[data-testid="sweep-launch-error"]', { timeoutMs: 15000 }).then(() => s.text('[data-testid="sweep-launch-error"]'));
+        assert(refused.includes('4 s + 4 s = 8 s') && refused.includes('found 5 s'), `refusal: ${refused}`);
+        await s.type('[data-testid="sweep-duration"]', '8');
+        await s.click('[data-testid="sweep-start"]');
+        const done = await waitRuns(
+          s,
+          (st) => st.runs.length === 4 && st.runs.every((r) => r.state === 'completed'),
+          'the sweep\'s four runs to complete',
+          RUNS_DONE_MS,
+        );
+        assert(done.runs.every((r) => r.label.includes('sweep repeat 1 of 1')), `labels ${JSON.stringify(done.runs.map((r) => r.label))}`);
+        await ctx.screenshot(s, 'runs-sweep-done');
+
+        // The envelope on Results: both rates for each cell, as the CLI's analysis has them.
+        const cli = JSON.parse(ctx.kvgate(['--db', db, 'analyze', '--study', study, '--json']));
+        await s.click('[data-testid="nav-results"]');
+        await s.waitFor('[data-testid="cell-card"][data-cell="B0"] [data-testid="cell-envelope"]', { timeoutMs: 60000 });
+        for (const cell of ['B0', 'Q8']) {
+          const rows = await s.script(
+            'return [...document.querySelectorAll(`[data-testid="cell-card"][data-cell="${arguments[0]}"] [data-testid="envelope-row"]`)].map((r) => [r.dataset.class, r.dataset.rate]);',
+            [cell],
+          );
+          const want = cli.cells.find((c) => c.cell === cell).envelope.map((p) => [p.class, p.offered_rps === null ? '' : String(p.offered_rps)]);
+          assert(JSON.stringify(rows) === JSON.stringify(want), `${cell} envelope rows ${JSON.stringify(rows)}, CLI ${JSON.stringify(want)}`);
+          assert(rows.some((r) => r[1] === '0.5') && rows.some((r) => r[1] === '1'), `${cell} rates ${JSON.stringify(rows)}`);
+        }
+        await s.script('document.querySelector(\'[data-testid="cell-card"][data-cell="B0"] [data-testid="cell-envelope"]\').scrollIntoView({ block: "start" });');
+        await ctx.screenshot(s, 'results-envelope');
+
+        await s.click('[data-testid="nav-runs"]');
+        await s.waitFor('[data-testid="screen-runs"]');
+        for (const kv of ['f16', 'q8_0']) {
+          await s.click(`[data-testid="server-row"][data-kv="${kv}"] [data-testid="server-stop"]`);
+          await waitUntil(() => serversState(s), (st) => !st.servers.some((x) => x.kv === kv), `the ${kv} server to be stopped`, 30000);
+        }
+        pids = [];
+      } finally {
         const listed = await serversState(s).then((st) => st.servers.map((x) => x.pid)).catch(() => []);
         for (const pid of new Set([...pids, ...listed])) {
           try {

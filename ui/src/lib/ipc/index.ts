@@ -26,6 +26,7 @@ import type { InterventionInput } from '$lib/bindings/InterventionInput';
 import type { LabelInput } from '$lib/bindings/LabelInput';
 import type { LabelOutcome } from '$lib/bindings/LabelOutcome';
 import type { LoadRunInput } from '$lib/bindings/LoadRunInput';
+import type { SweepInput } from '$lib/bindings/SweepInput';
 import type { LockedPolicy } from '$lib/bindings/LockedPolicy';
 import type { LockPolicyInput } from '$lib/bindings/LockPolicyInput';
 import type { LocalServer } from '$lib/bindings/LocalServer';
@@ -154,6 +155,7 @@ export const runQuality = (input: QualityRunInput): Promise<RunSummary> => call(
 
 /** Runs load at an offered rate or a fixed concurrency; resolves once the run is stored. */
 export const runLoad = (input: LoadRunInput): Promise<RunSummary> => call('run_load', { input });
+export const runSweep = (input: SweepInput): Promise<RunSummary[]> => call('run_sweep', { input });
 
 /** Asks a running run to stop; it is then stored `cancelled`, every planned request accounted for. */
 export const cancelRun = (runId: number): Promise<null> => call('cancel_run', { runId });

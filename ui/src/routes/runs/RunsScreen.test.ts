@@ -15,6 +15,7 @@ vi.mock('$lib/ipc', async (importOriginal) => ({
   listManifests: vi.fn(),
   listRuns: vi.fn(),
   runQuality: vi.fn(),
+  runSweep: vi.fn(),
   cancelRun: vi.fn(),
   runDetail: vi.fn(),
   startLocalServer: vi.fn(),
@@ -231,6 +232,51 @@ describe('Runs screen', () => {
     await fireEvent.click(within(row).getByTestId('server-stop'));
     expect(ipcMock.stopLocalServer).toHaveBeenCalledWith(4242);
     await screen.findByTestId('servers-empty');
+  });
+
+  it('starts a sweep of the frozen cells on their local servers, and shows the backend\'s refusal', async () => {
+    ipcMock.localServers.mockResolvedValue([f16]);
+    ipcMock.listManifests.mockResolvedValue([manifest('B0', 'frozen'), { ...manifest('Q8', 'frozen'), id: 3 }]);
+    ipcMock.runSweep.mockRejectedValue({
+      code: 'invalid_input',
+      message: 'duration: expected at least the policy\'s goodput interval plus its drain deadline, 180 s + 60 s = 240 s (goodput is good requests ÷ the interval), found 100 s',
+    });
+    setup();
+    const panel = await screen.findByTestId('sweep-form-panel');
+    const rows = await within(panel).findAllByTestId('sweep-cell');
+    expect(rows.map((r) => r.dataset['cell'])).toEqual(['B0', 'Q8']);
+    // B0 takes the running f16 server; no q8_0 server runs, so Q8 asks for a URL.
+    const q8 = rows[1]!;
+    await fireEvent.input(within(q8).getByTestId('sweep-cell-url'), { target: { value: 'http://127.0.0.1:41002' } });
+    await fireEvent.input(within(q8).getByTestId('sweep-cell-log'), { target: { value: '/logs/q8.log' } });
+    await fireEvent.input(within(panel).getByTestId('sweep-rates'), { target: { value: '0.02, 0.08 0.2' } });
+    await fireEvent.input(within(panel).getByTestId('sweep-duration'), { target: { value: '100' } });
+    await fireEvent.input(within(panel).getByTestId('sweep-corpus'), { target: { value: '/tmp/corpus-7' } });
+    await fireEvent.click(within(panel).getByTestId('sweep-start'));
+    expect(ipcMock.runSweep).toHaveBeenCalledWith({
+      study_id: 7,
+      cells: [
+        { cell: 'B0', base_url: f16.url, startup_log: f16.log_path },
+        { cell: 'Q8', base_url: 'http://127.0.0.1:41002', startup_log: '/logs/q8.log' },
+      ],
+      rates: [0.02, 0.08, 0.2],
+      duration_s: 100,
+      runs_per_point: 2,
+      seed: 1,
+      model: null,
+      corpus_dir: '/tmp/corpus-7',
+      scrape_interval_ms: null,
+      request_deadline_s: null,
+      only: null,
+    });
+    expect((await within(panel).findByTestId('sweep-launch-error')).textContent).toContain('180 s + 60 s = 240 s');
+    // A sweep is not listed as a quality run.
+    expect(screen.queryByTestId('run-launch')).toBeNull();
+    // A rate that is not a number is named before anything is sent.
+    await fireEvent.input(within(panel).getByTestId('sweep-rates'), { target: { value: '0.1, fast' } });
+    await fireEvent.click(within(panel).getByTestId('sweep-start'));
+    expect(within(panel).getByTestId('sweep-form-error').textContent).toContain('found "fast"');
+    expect(ipcMock.runSweep).toHaveBeenCalledTimes(1);
   });
 
   it('shows why a server could not start', async () => {

@@ -11,6 +11,7 @@ import type { RunPhase } from '$lib/bindings/RunPhase';
 import type { RunProgress } from '$lib/bindings/RunProgress';
 import type { StartupEvidence } from '$lib/bindings/StartupEvidence';
 import type { StoredManifest } from '$lib/bindings/StoredManifest';
+import type { SweepInput } from '$lib/bindings/SweepInput';
 import type { WarmupPlan } from '$lib/bindings/WarmupPlan';
 
 /** The latest progress report of each run, by run id. */
@@ -133,6 +134,63 @@ export function qualityRunInput(form: QualityForm): QualityRunInput | AppError {
     seed: form.seed ?? undefined,
     warmup: form.warmup ?? undefined,
     ...(startupLog ? { startup_log: startupLog } : {}),
+  };
+}
+
+/** One cell of the sweep form: whether it is swept, and its server. */
+export type SweepCellForm = { cell: string; included: boolean; baseUrl: string; startupLog: string };
+
+/** What the sweep form holds. */
+export type SweepForm = {
+  studyId: number;
+  cells: SweepCellForm[];
+  /** Offered rates as typed: numbers separated by commas or spaces. */
+  rates: string;
+  durationS: number | null;
+  runsPerPoint: number | null;
+  seed: number | null;
+  corpusDir: string;
+};
+
+/**
+ * The request for `run_sweep`, or the first problem with the form. The rates are read as typed
+ * (every one a number); whether they are positive and distinct, and whether the duration covers
+ * the policy's goodput interval and drain, is the backend's rule (`kvgate_core::sweep::plan`).
+ */
+export function sweepRunInput(form: SweepForm): SweepInput | AppError {
+  const cells = form.cells.filter((c) => c.included);
+  if (cells.length === 0) return invalid('cells: expected at least one frozen cell to sweep, found none chosen');
+  for (const c of cells) {
+    if (!c.baseUrl.trim()) return invalid(`endpoint of ${c.cell}: expected a base URL (e.g. http://127.0.0.1:8080), found nothing`);
+  }
+  const words = form.rates.split(/[\s,]+/).filter((w) => w !== '');
+  if (words.length === 0) return invalid('rates: expected offered rates in requests per second (e.g. 0.05, 0.2), found nothing');
+  const rates = words.map(Number);
+  const bad = words.find((_, i) => !Number.isFinite(rates[i]));
+  if (bad !== undefined) return invalid(`rates: expected numbers of requests per second, found "${bad}"`);
+  if (form.durationS === null || !Number.isFinite(form.durationS)) {
+    return invalid('duration: expected seconds (at least the policy\'s goodput interval plus its drain), found nothing');
+  }
+  const corpusDir = form.corpusDir.trim();
+  if (!corpusDir) return invalid('corpus folder: expected a folder with items.jsonl and corpus.json, found nothing');
+  const problem = wholeNumber(form.runsPerPoint, 'runs per point', 1) ?? wholeNumber(form.seed, 'seed', 0);
+  if (problem) return problem;
+  return {
+    study_id: form.studyId,
+    cells: cells.map((c) => ({
+      cell: c.cell,
+      base_url: c.baseUrl.trim(),
+      startup_log: c.startupLog.trim() === '' ? null : c.startupLog.trim(),
+    })),
+    rates,
+    duration_s: form.durationS,
+    runs_per_point: form.runsPerPoint ?? 1,
+    seed: form.seed ?? 1,
+    model: null,
+    corpus_dir: corpusDir,
+    scrape_interval_ms: null,
+    request_deadline_s: null,
+    only: null,
   };
 }
 

@@ -6,6 +6,7 @@ import {
   onRunProgress,
   runDetail,
   runQuality,
+  runSweep,
   startLocalServer,
   stopLocalServer,
   toAppError,
@@ -17,6 +18,7 @@ import type { RunDetail } from '$lib/bindings/RunDetail';
 import type { RunEvent } from '$lib/bindings/RunEvent';
 import type { RunSummary } from '$lib/bindings/RunSummary';
 import type { StoredManifest } from '$lib/bindings/StoredManifest';
+import type { SweepInput } from '$lib/bindings/SweepInput';
 import type { LoadState } from '$lib/workspace.svelte';
 import { applyRunEvent, type ProgressByRun } from './run-view';
 
@@ -32,6 +34,8 @@ export type Launch = {
   baseUrl: string;
   state: 'pending' | 'failed';
   error: AppError | null;
+  /** A quality run of one cell, or a sweep of several. */
+  kind?: 'quality' | 'sweep';
 };
 
 /** A copy of `record` without `key`. */
@@ -221,6 +225,34 @@ export class RunsModel {
     this.launches = [...this.launches, launch];
     void this.refreshRuns();
     runQuality(input).then(
+      () => {
+        this.launches = this.launches.filter((l) => l.key !== launch.key);
+      },
+      (reason: unknown) => {
+        const error = toAppError(reason);
+        this.launches = this.launches.map((l) => (l.key === launch.key ? { ...l, state: 'failed', error } : l));
+      },
+    ).finally(() => {
+      if (launch.studyId === this.studyId) void this.refreshRuns();
+    });
+    return launch;
+  }
+
+  /** Starts a sweep; its runs appear in the runs table as they start. Listed as one launch. */
+  startSweep(input: SweepInput): Launch {
+    const launch: Launch = {
+      key: ++this.launchSeq,
+      studyId: input.study_id,
+      cell: input.cells.map((c) => c.cell).join(', '),
+      baseUrl: `${input.rates.length} rates × ${input.runs_per_point}`,
+      state: 'pending',
+      error: null,
+      kind: 'sweep',
+    };
+    // A new sweep replaces the refusal of the one before it.
+    this.launches = [...this.launches.filter((l) => !(l.kind === 'sweep' && l.state === 'failed')), launch];
+    void this.refreshRuns();
+    runSweep(input).then(
       () => {
         this.launches = this.launches.filter((l) => l.key !== launch.key);
       },
