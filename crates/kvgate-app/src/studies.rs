@@ -20,7 +20,11 @@ kept as compatibility evidence. Three answers flipped from the KV precision alon
 Review queue. The set holds no long-context item, so the long-context floor has no evidence. The \
 policy's floors are the demo's, set for a 0.5B model before the runs were imported. Recorded with \
 scripts/record-demo.sh on a 2-core CPU shared with other work: its latencies show the shape of the \
-data, not a benchmark. The run files are fixtures/disagreements/runs/.";
+data, not a benchmark. The run files are fixtures/disagreements/runs/. An offered-load sweep of both \
+cells (0.02 and 0.08 requests/s, two runs each, the short present items, open-loop Poisson arrivals, \
+recorded with scripts/record-sweep.sh) gives each cell its operating envelope on the Results screen: \
+twelve requests at a point are too few for the goodput gate to decide. Its run files are \
+fixtures/sweep/runs/.";
 
 /// The demo's frozen manifests and recorded runs, shipped inside the binary.
 const DEMO_MANIFESTS: [&str; 2] = [
@@ -29,15 +33,24 @@ const DEMO_MANIFESTS: [&str; 2] = [
 ];
 /// The demo's acceptance policy, locked when the demo is seeded, before its runs are imported.
 const DEMO_POLICY: &str = include_str!("../../../fixtures/policies/demo-qwen-cpu.json");
-const DEMO_RUNS: [(&str, &str); 2] = [
-    (
-        "fixtures/disagreements/runs/qwen-b0-f16.kvgate-run.jsonl",
-        include_str!("../../../fixtures/disagreements/runs/qwen-b0-f16.kvgate-run.jsonl"),
-    ),
-    (
-        "fixtures/disagreements/runs/qwen-q8-q8_0.kvgate-run.jsonl",
-        include_str!("../../../fixtures/disagreements/runs/qwen-q8-q8_0.kvgate-run.jsonl"),
-    ),
+/// A recorded run file shipped in the binary, with the path it is named by on import.
+macro_rules! demo_run {
+    ($path:literal) => {
+        ($path, include_str!(concat!("../../../", $path)))
+    };
+}
+/// The two quality passes with the real disagreements, then the offered-load sweep.
+const DEMO_RUNS: [(&str, &str); 10] = [
+    demo_run!("fixtures/disagreements/runs/qwen-b0-f16.kvgate-run.jsonl"),
+    demo_run!("fixtures/disagreements/runs/qwen-q8-q8_0.kvgate-run.jsonl"),
+    demo_run!("fixtures/sweep/runs/b0-0.02ps-r1.kvgate-run.jsonl"),
+    demo_run!("fixtures/sweep/runs/b0-0.02ps-r2.kvgate-run.jsonl"),
+    demo_run!("fixtures/sweep/runs/b0-0.08ps-r1.kvgate-run.jsonl"),
+    demo_run!("fixtures/sweep/runs/b0-0.08ps-r2.kvgate-run.jsonl"),
+    demo_run!("fixtures/sweep/runs/q8-0.02ps-r1.kvgate-run.jsonl"),
+    demo_run!("fixtures/sweep/runs/q8-0.02ps-r2.kvgate-run.jsonl"),
+    demo_run!("fixtures/sweep/runs/q8-0.08ps-r1.kvgate-run.jsonl"),
+    demo_run!("fixtures/sweep/runs/q8-0.08ps-r2.kvgate-run.jsonl"),
 ];
 
 impl App {

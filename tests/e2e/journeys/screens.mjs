@@ -142,7 +142,7 @@ export const journeys = [
           JSON.stringify(segments[3]) === JSON.stringify(['absent-asset refusals', 'answer kind absent', 'none', '−10.0 pp', 'reported']),
         `floors and margins: ${JSON.stringify(segments)}`,
       );
-      for (const [id, want] of [['interval', '1 h 00 min 00 s'], ['drain', '10 min 00 s'], ['alpha', '0.05']]) {
+      for (const [id, want] of [['interval', '3 min 00 s'], ['drain', '1 min 00 s'], ['alpha', '0.05'], ['envelope', 'every class at least 10.0% good'], ['cost', '0.1']]) {
         const got = (await s.text(`[data-testid="policy-summary-${id}"]`)).trim();
         assert(got === want, `${id}: ${got}, expected ${want}`);
       }

@@ -94,9 +94,24 @@ async fn default_database_is_seeded_once_with_the_labelled_recorded_demo() {
     assert_eq!(cells, ["B0", "Q8"]);
     assert!(manifests.iter().all(|m| m.frozen_at.is_some()));
     let runs = app.list_runs(demo.id).await.unwrap();
-    assert_eq!(runs.len(), 2);
+    assert_eq!(runs.len(), 10);
+    // The offered-load sweep: each cell at two rates, two repeats each, valid, recorded.
+    let sweep: Vec<_> = runs.iter().filter(|r| r.kind.as_str() == "load").collect();
+    assert_eq!(sweep.len(), 8);
+    for run in &sweep {
+        assert_eq!(run.state.as_str(), "completed", "run {}", run.label);
+        assert_eq!(run.provenance, RunProvenance::Recorded);
+        assert_eq!(run.config["sweep"]["repeats"], 2, "run {}", run.label);
+        let detail = app.run_detail(run.id).await.unwrap();
+        assert_eq!(
+            detail.validity.as_ref().map(|v| v.valid),
+            Some(true),
+            "run {}",
+            run.label
+        );
+    }
     let mut kv_sizes = Vec::new();
-    for run in &runs {
+    for run in runs.iter().filter(|r| r.kind.as_str() == "quality") {
         assert_eq!(run.state.as_str(), "completed");
         assert_eq!(run.provenance, RunProvenance::Recorded);
         let detail = app.run_detail(run.id).await.unwrap();
@@ -127,7 +142,23 @@ async fn default_database_is_seeded_once_with_the_labelled_recorded_demo() {
     assert!(!policy.changed_after_results);
     assert!(!policy.first_lock_after_results, "locked before its runs");
     let analysis = app.analyze(demo.id).await.unwrap();
-    assert_eq!(analysis.measured_requests, 144);
+    // 144 in the two quality passes, 96 in the sweep.
+    assert_eq!(analysis.measured_requests, 240);
+    // The sweep is each cell's envelope: two rates, two runs at each.
+    for cell in &analysis.body.cells {
+        let short: Vec<(Option<f64>, u64)> = cell
+            .envelope
+            .iter()
+            .filter(|p| p.class == "short")
+            .map(|p| (p.offered_rps, p.repeats))
+            .collect();
+        assert_eq!(short, [(Some(0.02), 2), (Some(0.08), 2)], "{}", cell.cell);
+        assert!(cell
+            .envelope
+            .iter()
+            .filter(|p| p.cohort > 0)
+            .all(|p| p.cost_per_good_response.is_some()));
+    }
     // The demo's point: real disagreements between B0 and Q8 wait for review (B0 right on one
     // item, Q8 right on two), and they are in the review queue.
     assert_eq!(queued_items(&app, demo.id).await, QWEN_FLIPPED_ITEMS);
@@ -196,7 +227,11 @@ async fn open_demo_seeds_an_empty_database_once_and_opens_it() {
         .map(|m| m.cell)
         .collect();
     assert_eq!(cells, ["B0", "Q8"]);
-    assert_eq!(app.list_runs(demo.id).await.unwrap().len(), 2);
+    assert_eq!(
+        app.list_runs(demo.id).await.unwrap().len(),
+        10,
+        "two quality passes and the eight sweep runs"
+    );
     assert!(app.policy_status(demo.id).await.unwrap().current.is_some());
 
     // Asked again, even after the user renamed it and opened another study: the same demo.
