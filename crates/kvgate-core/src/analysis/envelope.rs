@@ -5,7 +5,6 @@
 //! Each point's runs are its repeats (runs at other points never are: `points.rs`). Goodput per
 //! run and class is the one rule of `goodput.rs` (cohort, drain, validated ∧ SLO).
 
-use super::goodput::run_goodput;
 use super::latency::class_name;
 use super::points::Point;
 use super::*;
@@ -84,11 +83,11 @@ pub(super) fn envelope(
     policy: &Policy,
     cell: &CellInput,
     points: &[Point<'_>],
+    rows: &[Vec<Vec<RunGoodput>>],
 ) -> (Vec<EnvelopePoint>, Option<f64>) {
     let buckets = policy.classes.len() + 1;
     let mut out = Vec::new();
-    for p in points {
-        let per_run: Vec<Vec<RunGoodput>> = p.runs.iter().map(|r| run_goodput(policy, r)).collect();
+    for (p, per_run) in points.iter().zip(rows) {
         let good_all: u64 = per_run.iter().flatten().map(|g| g.good).sum();
         let cost = policy.cost.as_ref().and_then(|c| {
             let hours: Option<f64> = p.runs.iter().map(|r| wall_hours(r)).sum();

@@ -116,12 +116,17 @@ pub(super) fn run_goodput(policy: &Policy, run: &RunInput) -> Vec<RunGoodput> {
     out
 }
 
-/// Useful goodput of `runs`, the repeats at one operating point (see `points.rs`).
+/// Useful goodput of each run at one operating point, per class (see `points.rs`): computed once
+/// per point, read by the cell's summary, B0's side of a comparison and the envelope.
+pub(super) fn point_goodput(policy: &Policy, runs: &[&RunInput]) -> Vec<Vec<RunGoodput>> {
+    runs.iter().map(|r| run_goodput(policy, r)).collect()
+}
+
+/// Useful goodput of the repeats at one operating point, from their per-run rows.
 pub(super) fn goodput(
     policy: &Policy,
-    runs: &[&RunInput],
+    per_run: &[Vec<RunGoodput>],
 ) -> (BTreeMap<String, ClassGoodput>, RepeatSummary) {
-    let per_run: Vec<Vec<RunGoodput>> = runs.iter().map(|r| run_goodput(policy, r)).collect();
     let buckets = policy.classes.len() + 1;
     let mut out = BTreeMap::new();
     for k in 0..buckets {

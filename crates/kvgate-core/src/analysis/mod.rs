@@ -571,6 +571,8 @@ struct Scored<'a> {
     paired: Vec<PairedRow>,
     floors: Vec<FloorCheck>,
     points: Vec<points::Point<'a>>,
+    /// Goodput per run and class at each point, in `points` order: computed once.
+    point_rows: Vec<Vec<Vec<RunGoodput>>>,
     summary: Option<usize>,
     envelope: (Vec<EnvelopePoint>, Option<f64>),
 }
@@ -608,8 +610,11 @@ pub fn analyze(policy: &Policy, input: &StudyInput) -> AnalysisBody {
                 .as_deref()
                 .filter(|_| cell.test_cell != TestCell::B0);
             let summary = points::summary_point(&points, b0_side);
-            let runs = summary.map(|i| points[i].runs.as_slice()).unwrap_or(&[]);
-            let (goodput, total) = goodput(policy, runs);
+            let point_rows: Vec<Vec<Vec<RunGoodput>>> = points
+                .iter()
+                .map(|p| goodput::point_goodput(policy, &p.runs))
+                .collect();
+            let (goodput, total) = goodput(policy, summary.map_or(&[][..], |i| &point_rows[i][..]));
             let pass = first_pass(cell, &keys);
             let paired = match (&cell.test_cell, &b0_pass) {
                 (TestCell::B0, _) | (_, None) => Vec::new(),
@@ -622,8 +627,9 @@ pub fn analyze(policy: &Policy, input: &StudyInput) -> AnalysisBody {
                 total,
                 paired,
                 floors: floors(policy, &keys.items, &pass),
-                envelope: envelope::envelope(policy, cell, &points),
+                envelope: envelope::envelope(policy, cell, &points, &point_rows),
                 points,
+                point_rows,
                 summary,
             }
         });
@@ -659,8 +665,9 @@ pub fn analyze(policy: &Policy, input: &StudyInput) -> AnalysisBody {
             };
             // B0's goodput where the candidate is compared: at the shared point.
             let b0_at_point = point.and_then(|p| {
-                let b = b0_points.as_deref()?.iter().find(|b| b.point == p.point)?;
-                Some(goodput(policy, &b.runs))
+                let b0 = b0_scored?;
+                let at = b0.points.iter().position(|b| b.point == p.point)?;
+                Some(goodput(policy, &b0.point_rows[at]))
             });
             let b0_goodput = b0_at_point
                 .as_ref()

@@ -1523,6 +1523,15 @@ fn an_undecided_quality_gate_headlines_collect_more_evidence_with_the_pairs_need
     assert!(!h.contains("quality holds") && !h.contains("retain"), "{h}");
 }
 
+/// A study of cells whose runs carry no fixture items (goodput and envelope only).
+fn runs_only(cells: Vec<CellInput>) -> StudyInput {
+    StudyInput {
+        items: Vec::new(),
+        prompts: Vec::new(),
+        cells,
+    }
+}
+
 /// The one-class policy with an envelope bar and a cost rate.
 fn envelope_policy(bar: f64) -> Policy {
     Policy::from_json_text(&format!(
@@ -1553,11 +1562,7 @@ fn the_knee_is_the_highest_rate_whose_good_share_reaches_the_bar_even_exactly() 
         at_rate(4, 2.0, 9),
         at_rate(5, 4.0, 6),
     ];
-    let input = StudyInput {
-        items: Vec::new(),
-        prompts: Vec::new(),
-        cells: vec![cell("B0", TestCell::B0, runs)],
-    };
+    let input = runs_only(vec![cell("B0", TestCell::B0, runs)]);
     let c = &analyze(&p, &input).cells[0];
     let pts = points_of(c, "short");
     let rates: Vec<Option<f64>> = pts.iter().map(|p| p.offered_rps).collect();
@@ -1604,15 +1609,11 @@ fn the_class_that_fails_first_sets_the_knee() {
         }
         r
     };
-    let input = StudyInput {
-        items: Vec::new(),
-        prompts: Vec::new(),
-        cells: vec![cell(
-            "B0",
-            TestCell::B0,
-            vec![at(1, 1.0, false), at(2, 3.0, true)],
-        )],
-    };
+    let input = runs_only(vec![cell(
+        "B0",
+        TestCell::B0,
+        vec![at(1, 1.0, false), at(2, 3.0, true)],
+    )]);
     let c = &analyze(&p, &input).cells[0];
     let short = points_of(c, "short");
     let long = points_of(c, "long");
@@ -1637,11 +1638,7 @@ fn slo_only_and_rateless_points_are_shown_but_never_make_a_knee() {
         offered: OfferedLoad::Unbounded,
         identity: None,
     };
-    let input = StudyInput {
-        items: Vec::new(),
-        prompts: Vec::new(),
-        cells: vec![cell("B0", TestCell::B0, vec![slo_only, all_at_once])],
-    };
+    let input = runs_only(vec![cell("B0", TestCell::B0, vec![slo_only, all_at_once])]);
     let c = &analyze(&p, &input).cells[0];
     let pts = points_of(c, "short");
     assert_eq!(pts.len(), 2);
@@ -1671,11 +1668,7 @@ fn the_cost_per_good_response_counts_wall_time_of_every_request_and_instances() 
     if let Some(m) = two_gpus.manifest.as_mut() {
         m.gpu_inventory[0].count = 2;
     }
-    let input = StudyInput {
-        items: Vec::new(),
-        prompts: Vec::new(),
-        cells: vec![two_gpus],
-    };
+    let input = runs_only(vec![two_gpus]);
     let pt = points_of(&analyze(&p, &input).cells[0], "short")[0].clone();
     // 3.6 s = 0.001 h × 4.0 per instance-hour × 2 instances ÷ 8 good.
     let want = 0.001 * 4.0 * 2.0 / 8.0;
@@ -1686,21 +1679,13 @@ fn the_cost_per_good_response_counts_wall_time_of_every_request_and_instances() 
     for q in &mut none_good.requests {
         q.accepted = Some(false);
     }
-    let input = StudyInput {
-        items: Vec::new(),
-        prompts: Vec::new(),
-        cells: vec![cell("B0", TestCell::B0, vec![none_good])],
-    };
+    let input = runs_only(vec![cell("B0", TestCell::B0, vec![none_good])]);
     let pt = points_of(&analyze(&p, &input).cells[0], "short")[0].clone();
     assert_eq!((pt.good, pt.cost_per_good_response), (0, None));
 
     let mut no_rate = p.clone();
     no_rate.cost = None;
-    let input = StudyInput {
-        items: Vec::new(),
-        prompts: Vec::new(),
-        cells: vec![cell("B0", TestCell::B0, vec![run])],
-    };
+    let input = runs_only(vec![cell("B0", TestCell::B0, vec![run])]);
     let pt = points_of(&analyze(&no_rate, &input).cells[0], "short")[0].clone();
     assert_eq!(pt.cost_per_good_response, None);
 }
@@ -1711,11 +1696,10 @@ fn an_invalid_cell_has_no_envelope() {
     let p = envelope_policy(0.5);
     let mut bad = cell("C1", TestCell::C1, vec![at_rate(1, 1.0, 10)]);
     bad.invalid_reasons = vec!["no compatibility evidence".into()];
-    let input = StudyInput {
-        items: Vec::new(),
-        prompts: Vec::new(),
-        cells: vec![cell("B0", TestCell::B0, vec![at_rate(2, 1.0, 10)]), bad],
-    };
+    let input = runs_only(vec![
+        cell("B0", TestCell::B0, vec![at_rate(2, 1.0, 10)]),
+        bad,
+    ]);
     let a = analyze(&p, &input);
     assert_eq!(a.cells[0].envelope.len(), 1);
     assert!(a.cells[1].envelope.is_empty());
@@ -1729,10 +1713,11 @@ fn an_invalid_cell_has_no_envelope() {
 fn the_envelope_gate_compares_the_target_load_then_the_knee_and_names_a_missing_point() {
     let mut p = envelope_policy(0.9);
     p.target_offered_load_rps = Some(2.0);
-    let study = |b0: Vec<RunInput>, c: Vec<RunInput>| StudyInput {
-        items: Vec::new(),
-        prompts: Vec::new(),
-        cells: vec![cell("B0", TestCell::B0, b0), cell("C2", TestCell::C2, c)],
+    let study = |b0: Vec<RunInput>, c: Vec<RunInput>| {
+        runs_only(vec![
+            cell("B0", TestCell::B0, b0),
+            cell("C2", TestCell::C2, c),
+        ])
     };
     // At 2 /s B0 keeps 5 of 10 good in each of its two runs, C2 all 10: beyond repeat variation.
     let a = analyze(
