@@ -585,12 +585,13 @@ fn envelope_gate(cell: &CellInput, e: &EnvelopeGate<'_>, class: &str) -> (GateSt
         .filter_map(|(m, n)| m.then_some(n))
         .collect();
     if !missing.is_empty() {
+        let on = match missing.as_slice() {
+            [one] => (*one).to_owned(),
+            _ => "either side".to_owned(),
+        };
         return (
             Undecided,
-            format!(
-                "no request of this class at the target load {target} on {}",
-                missing.join(" or ")
-            ),
+            format!("no request of this class at the target load {target} on {on}"),
         );
     }
     let (Some(cs), Some(bs)) = (c.good_share, b.good_share) else {
