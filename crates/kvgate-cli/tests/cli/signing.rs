@@ -24,6 +24,11 @@ fn kvgate_env(env: &[(String, String)], db: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// `kvgate packet verify TARGET --pubkey KEY` (a key or the path of a .pub file).
+fn verify_with(env: &[(String, String)], db: &Path, target: &str, pubkey: &str) -> Output {
+    kvgate_env(env, db, &["packet", "verify", target, "--pubkey", pubkey])
+}
+
 fn demo(db: &Path) {
     cpu_study(db);
     lock_demo_policy(db);
@@ -113,17 +118,7 @@ fn a_signed_packet_verifies_under_its_key_only_and_with_minisign() {
         stdout(&v)
     );
     // With the key: verified.
-    let v = kvgate_env(
-        &env,
-        &db,
-        &[
-            "packet",
-            "verify",
-            packet.to_str().unwrap(),
-            "--pubkey",
-            &pubkey,
-        ],
-    );
+    let v = verify_with(&env, &db, packet.to_str().unwrap(), &pubkey);
     assert!(v.status.success(), "{}", stdout(&v));
     assert!(
         stdout(&v).contains(&format!(
@@ -135,32 +130,17 @@ fn a_signed_packet_verifies_under_its_key_only_and_with_minisign() {
     // The key as a .pub file works too.
     let pub_path = work.path().join("kvgate.pub");
     std::fs::write(&pub_path, &pub_file).unwrap();
-    let v = kvgate_env(
+    let v = verify_with(
         &env,
         &db,
-        &[
-            "packet",
-            "verify",
-            packet.to_str().unwrap(),
-            "--pubkey",
-            pub_path.to_str().unwrap(),
-        ],
+        packet.to_str().unwrap(),
+        pub_path.to_str().unwrap(),
     );
     assert!(v.status.success(), "{}", stdout(&v));
 
     // Another key: exit 1, naming both key ids.
     let other = minisign::KeyPair::generate_unencrypted_keypair().unwrap();
-    let v = kvgate_env(
-        &env,
-        &db,
-        &[
-            "packet",
-            "verify",
-            packet.to_str().unwrap(),
-            "--pubkey",
-            &other.pk.to_base64(),
-        ],
-    );
+    let v = verify_with(&env, &db, packet.to_str().unwrap(), &other.pk.to_base64());
     assert_eq!(v.status.code(), Some(1), "{}", stdout(&v));
     assert!(
         stdout(&v).contains(&format!("is signed by key {key_id}, not by the given key")),
@@ -176,17 +156,7 @@ fn a_signed_packet_verifies_under_its_key_only_and_with_minisign() {
     let forged = index.replacen("\"study\": \"cpu\"", "\"study\": \"cpv\"", 1);
     assert_ne!(forged, index, "the index names its study");
     std::fs::write(packet.join("index.json"), forged).unwrap();
-    let v = kvgate_env(
-        &env,
-        &db,
-        &[
-            "packet",
-            "verify",
-            packet.to_str().unwrap(),
-            "--pubkey",
-            &pubkey,
-        ],
-    );
+    let v = verify_with(&env, &db, packet.to_str().unwrap(), &pubkey);
     assert_eq!(v.status.code(), Some(1), "{}", stdout(&v));
     assert!(
         stdout(&v)
@@ -223,17 +193,7 @@ fn a_signed_packet_verifies_under_its_key_only_and_with_minisign() {
         ],
     );
     assert!(out.status.success(), "{}", stderr(&out));
-    let v = kvgate_env(
-        &env,
-        &db,
-        &[
-            "packet",
-            "verify",
-            zip.to_str().unwrap(),
-            "--pubkey",
-            &pubkey,
-        ],
-    );
+    let v = verify_with(&env, &db, zip.to_str().unwrap(), &pubkey);
     assert!(v.status.success(), "{}", stdout(&v));
     assert!(stdout(&v).contains("signature verified"), "{}", stdout(&v));
 }
@@ -297,17 +257,7 @@ fn without_a_keyring_a_signed_export_is_refused_and_an_unsigned_packet_says_so()
     );
     // Asked for a key, an unsigned packet fails.
     let key = minisign::KeyPair::generate_unencrypted_keypair().unwrap();
-    let v = kvgate_env(
-        &env,
-        &db,
-        &[
-            "packet",
-            "verify",
-            packet.to_str().unwrap(),
-            "--pubkey",
-            &key.pk.to_base64(),
-        ],
-    );
+    let v = verify_with(&env, &db, packet.to_str().unwrap(), &key.pk.to_base64());
     assert_eq!(v.status.code(), Some(1), "{}", stdout(&v));
     assert!(
         stdout(&v).contains("carries no index.json.minisig"),
