@@ -433,7 +433,7 @@ impl App {
         let policy = self
             .require_locked_policy(
                 input.study_id,
-                "a sweep is not started: its duration is sized by the policy's goodput interval and drain",
+                "no sweep is started either (its duration is sized by the policy's goodput interval and drain)",
             )
             .await?
             .policy;

@@ -580,25 +580,20 @@ fn envelope_gate(cell: &CellInput, e: &EnvelopeGate<'_>, class: &str) -> (GateSt
             format!("SLO-only goodput on {side} at the target load (a run without verdicts counts SLOs, not answer quality): it never qualifies"),
         );
     }
-    let missing: Vec<&str> = [(c.cohort == 0, name.as_str()), (b.cohort == 0, "B0")]
-        .into_iter()
-        .filter_map(|(m, n)| m.then_some(n))
-        .collect();
-    if !missing.is_empty() {
-        let on = match missing.as_slice() {
-            [one] => (*one).to_owned(),
-            _ => "either side".to_owned(),
-        };
-        return (
-            Undecided,
-            format!("no request of this class at the target load {target} on {on}"),
-        );
-    }
-    let (Some(cs), Some(bs)) = (c.good_share, b.good_share) else {
-        return (
-            Undecided,
-            format!("no request of this class at the target load {target}"),
-        );
+    // A good share exists exactly when the class had a request in a run's cohort.
+    let (cs, bs) = match (c.good_share, b.good_share) {
+        (Some(cs), Some(bs)) => (cs, bs),
+        (cs, bs) => {
+            let on = match (cs, bs) {
+                (None, Some(_)) => name.as_str(),
+                (Some(_), None) => "B0",
+                _ => "either side",
+            };
+            return (
+                Undecided,
+                format!("no request of this class at the target load {target} on {on}"),
+            );
+        }
     };
     let bar = display::share(Some(e.bar));
     let (cs_text, bs_text) = display::distinct(cs, bs, 3, display::share_with);

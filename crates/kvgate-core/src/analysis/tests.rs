@@ -1804,3 +1804,39 @@ fn the_envelope_gate_compares_the_target_load_then_the_knee_and_names_a_missing_
         "no run of C2 at the target load 2.00 req/s: the envelope gate needs that point"
     );
 }
+
+/// A class with no request at the target on either side is undecided, named so: it never passes
+/// for want of evidence.
+#[test]
+fn the_envelope_gate_names_a_class_without_requests_at_the_target() {
+    let mut p = two_class_policy();
+    p.envelope = Some(crate::policy::EnvelopeRule {
+        min_good_share: 0.5,
+    });
+    p.target_offered_load_rps = Some(1.0);
+    // Short requests only, at 1 /s (class_run's default arrivals), two runs a side.
+    let a = analyze(
+        &p,
+        &runs_only(vec![
+            cell(
+                "B0",
+                TestCell::B0,
+                vec![class_run(1, 10, 0), class_run(2, 10, 0)],
+            ),
+            cell(
+                "C2",
+                TestCell::C2,
+                vec![class_run(3, 10, 0), class_run(4, 10, 0)],
+            ),
+        ]),
+    );
+    let g = gate(&a.cells[1], "long");
+    assert_eq!(g.status, GateStatus::Undecided, "{g:?}");
+    assert_eq!(
+        g.reason,
+        "no request of this class at the target load 1.00 req/s on either side"
+    );
+    // The short class stands level with B0 (does not qualify), so the gate does not either.
+    assert_eq!(gate(&a.cells[1], "short").status, GateStatus::DoesNot);
+    assert_eq!(a.cells[1].decision.goodput_qualifies, Some(false));
+}
