@@ -14,8 +14,8 @@ use serde_json::Value;
 use ts_rs::TS;
 
 use crate::analysis::{
-    AcceptedFinding, CellAnalysis, FloorCheck, HeldConstantFinding, NoiseFloor, PairedRow,
-    RequestCounts,
+    AcceptedFinding, CellAnalysis, ContractCheck, FloorCheck, HeldConstantFinding, NoiseFloor,
+    PairedRow, RequestCounts,
 };
 use crate::canonical::canonical_sha256;
 use crate::evidence::EvidenceKind;
@@ -168,6 +168,11 @@ pub struct OperationsCell {
     pub latency: BTreeMap<String, LatencyEvidence>,
     /// Per class.
     pub goodput: BTreeMap<String, GoodputEvidence>,
+    /// The class contracts (error, completion rates) as checked; left out when the policy
+    /// declares none, so evidence signed before contracts existed keeps its digest.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[ts(optional, as = "Option<Vec<ContractCheck>>")]
+    pub contracts: Vec<ContractCheck>,
 }
 
 /// A cell's request counts as Check 3 signs them. Server refusals keep the key `rejected` they
@@ -442,6 +447,7 @@ impl OperationsEvidence {
                             (class.clone(), g)
                         })
                         .collect(),
+                    contracts: c.contracts.clone(),
                 })
                 .collect(),
         }

@@ -70,6 +70,17 @@ pub struct RequestClass {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub route: Option<String>,
     pub slo: Slo,
+    /// The error contract: the largest share of the class's cohort that may end in an error or
+    /// a server refusal at the judged operating point. Left out of the canonical JSON when
+    /// absent, so policies locked before it keep their sha256.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub max_error_rate: Option<f64>,
+    /// The completion contract: the least share of the class's cohort that must complete `ok`
+    /// by the drain deadline (errors, refusals, timeouts, unfinished and late requests do not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub min_completion_rate: Option<f64>,
 }
 
 /// A class's SLOs in milliseconds; a key left out is not checked.
@@ -357,6 +368,14 @@ impl Policy {
                     check_positive(format!("classes[{i}].slo.{key}"), v, &mut out);
                 }
             }
+            for (key, v) in [
+                ("max_error_rate", class.max_error_rate),
+                ("min_completion_rate", class.min_completion_rate),
+            ] {
+                if let Some(v) = v {
+                    check_share(format!("classes[{i}].{key}"), v, false, &mut out);
+                }
+            }
         }
         check_positive(
             "goodput.interval_s".into(),
@@ -610,6 +629,33 @@ mod tests {
             Policy::from_value(v).unwrap_err()[0].expected,
             "a share in (0, 1]"
         );
+    }
+
+    /// The class contracts are optional likewise: absent, the sha256 is the older one; present,
+    /// they are shares in [0, 1], named by path when they are not.
+    #[test]
+    fn class_contracts_leave_older_policies_hash_unchanged_and_must_be_shares() {
+        let before = Policy::from_json_text(example()).unwrap();
+        assert!(!before.canonical_json().contains("_rate"));
+        let mut v: Value = serde_json::from_str(example()).unwrap();
+        v["classes"][0]["max_error_rate"] = serde_json::json!(0.01);
+        v["classes"][1]["min_completion_rate"] = serde_json::json!(0.99);
+        let with = Policy::from_value(v.clone()).unwrap();
+        assert_eq!(with.classes[0].max_error_rate, Some(0.01));
+        assert_eq!(with.classes[1].min_completion_rate, Some(0.99));
+        assert_ne!(with.sha256(), before.sha256());
+        v["classes"][0]["max_error_rate"] = serde_json::json!(1.5);
+        v["classes"][1]["min_completion_rate"] = serde_json::json!(-0.1);
+        let problems = Policy::from_value(v).unwrap_err();
+        let paths: Vec<&str> = problems.iter().map(|p| p.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            [
+                "classes[0].max_error_rate",
+                "classes[1].min_completion_rate"
+            ]
+        );
+        assert_eq!(problems[0].expected, "a share in [0, 1]");
     }
 
     #[test]

@@ -43,6 +43,9 @@ pub(super) struct Gates<'a> {
     /// Held-constant findings against B0 (and C1), before interventions.
     pub held: Vec<HeldConstantFinding>,
     pub noise_floor: Option<&'a NoiseFloor>,
+    /// The cell's class contracts (error, completion); a broken one keeps its class from
+    /// qualifying, whatever its goodput.
+    pub contracts: &'a [ContractCheck],
     /// The envelope comparison, when the policy declares a bar and a target load.
     pub envelope: Option<EnvelopeGate<'a>>,
 }
@@ -238,6 +241,8 @@ pub(super) fn decide(mut g: Gates<'_>) -> CellDecision {
         d.rules
             .push(format!("goodput not compared with B0: {reason}"));
     }
+    d.rules
+        .extend(g.contracts.iter().map(ContractCheck::describe));
     d.goodput_by_class = class_gates(&g);
     d.goodput_qualifies = if d.goodput_by_class.is_empty() {
         None
@@ -443,7 +448,17 @@ fn class_gates(g: &Gates<'_>) -> Vec<ClassGate> {
             let c = g.goodput.get(class);
             let b = b0.and_then(|m| m.get(class));
             let (candidate_per_s, b0_per_s) = (c.and_then(|x| x.per_s), b.and_then(|x| x.per_s));
-            let (status, reason) = class_gate(g, class, c, b, (cu, bu));
+            let (mut status, mut reason) = class_gate(g, class, c, b, (cu, bu));
+            let broken: Vec<String> = g
+                .contracts
+                .iter()
+                .filter(|k| k.class == class && k.passes == Some(false))
+                .map(ContractCheck::describe)
+                .collect();
+            if !broken.is_empty() {
+                status = GateStatus::DoesNot;
+                reason = format!("{}; {reason}", broken.join("; "));
+            }
             ClassGate {
                 class: class.to_owned(),
                 status,

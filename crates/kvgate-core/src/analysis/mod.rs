@@ -49,6 +49,7 @@ use crate::stats::{
 };
 use crate::test_cell::{ScoreableCell, TestCell, DECISION_TABLE};
 
+mod contracts;
 mod decide;
 mod envelope;
 mod goodput;
@@ -56,6 +57,7 @@ mod latency;
 mod pairs;
 mod points;
 
+pub use contracts::{ContractCheck, ContractKind};
 use decide::decide;
 pub use envelope::EnvelopePoint;
 use goodput::goodput;
@@ -506,6 +508,11 @@ pub struct CellAnalysis {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub knee_rps: Option<f64>,
+    /// The class contracts the policy declares (error and completion rates), at the target load
+    /// when the cell has runs there, else at its summary point; empty without a contract or for
+    /// an invalid cell.
+    #[serde(default)]
+    pub contracts: Vec<ContractCheck>,
 }
 
 /// The analysis of a study under its locked policy.
@@ -575,6 +582,7 @@ struct Scored<'a> {
     point_rows: Vec<Vec<Vec<RunGoodput>>>,
     summary: Option<usize>,
     envelope: (Vec<EnvelopePoint>, Option<f64>),
+    contracts: Vec<ContractCheck>,
 }
 
 /// Analyzes a study under its policy.
@@ -628,6 +636,7 @@ pub fn analyze(policy: &Policy, input: &StudyInput) -> AnalysisBody {
                 paired,
                 floors: floors(policy, &keys.items, &pass),
                 envelope: envelope::envelope(policy, cell, &points, &point_rows),
+                contracts: contracts::contracts(policy, &points, &point_rows, summary),
                 points,
                 point_rows,
                 summary,
@@ -681,6 +690,7 @@ pub fn analyze(policy: &Policy, input: &StudyInput) -> AnalysisBody {
                 .as_ref()
                 .map_or((&[][..], &[][..]), |s| (&s.paired[..], &s.floors[..]));
             let empty_goodput = BTreeMap::new();
+            let contracts = scored.as_ref().map_or(&[][..], |s| &s.contracts[..]);
             let held = if cell.test_cell.is_candidate() {
                 held_constant(cell, b0_manifest, c1_manifest)
             } else {
@@ -701,6 +711,7 @@ pub fn analyze(policy: &Policy, input: &StudyInput) -> AnalysisBody {
                 goodput_not_compared: not_compared,
                 held,
                 noise_floor: noise_floor.as_ref(),
+                contracts,
                 envelope: envelope_gate(policy, cell, scored.as_ref(), b0.zip(b0_scored)),
             });
             let corpus_mismatches = match &cell.evaluation_corpus_sha256 {
@@ -755,6 +766,7 @@ pub fn analyze(policy: &Policy, input: &StudyInput) -> AnalysisBody {
                     .map(|s| s.envelope.0.clone())
                     .unwrap_or_default(),
                 knee_rps: scored.as_ref().and_then(|s| s.envelope.1),
+                contracts: contracts.to_vec(),
             }
         })
         .collect();

@@ -1840,3 +1840,200 @@ fn the_envelope_gate_names_a_class_without_requests_at_the_target() {
     assert_eq!(gate(&a.cells[1], "short").status, GateStatus::DoesNot);
     assert_eq!(a.cells[1].decision.goodput_qualifies, Some(false));
 }
+
+/// The one-class policy with the class's error and completion contracts.
+fn contract_policy(max_error_rate: f64, min_completion_rate: f64) -> Policy {
+    Policy::from_json_text(&format!(
+        r#"{{"classes": [{{"name": "short", "max_input_tokens": 100,
+                           "slo": {{"ttft_ms": 100, "itl_ms": 10, "e2e_ms": 1000}},
+                           "max_error_rate": {max_error_rate},
+                           "min_completion_rate": {min_completion_rate}}}],
+            "goodput": {{"interval_s": 10, "drain_s": 5}},
+            "alpha": 0.05,
+            "segments": {SEGMENTS}}}"#
+    ))
+    .unwrap()
+}
+
+fn contract<'a>(c: &'a CellAnalysis, kind: ContractKind) -> &'a ContractCheck {
+    c.contracts
+        .iter()
+        .find(|k| k.kind == kind)
+        .unwrap_or_else(|| panic!("{kind:?}: {:?}", c.contracts))
+}
+
+/// Ten cohort requests: an error and a refusal are errors; a timeout is neither an error nor a
+/// completion; a late `ok` is no completion; an `ok` whose answer was rejected is a completion
+/// (completion is not quality). An error planned after the interval is outside the cohort.
+#[test]
+fn contracts_count_the_cohort_errors_refusals_and_completions_by_the_deadline() {
+    let ok = |t: f64, accepted| {
+        req(
+            t,
+            Done,
+            Some(t),
+            Some(t + 10.0),
+            Some(t + 50.0),
+            10,
+            5,
+            Some(accepted),
+        )
+    };
+    let mut requests = vec![
+        ok(0.0, true),
+        ok(1000.0, false),
+        req(2000.0, Error, Some(2000.0), None, None, 10, 0, None),
+        req(
+            3000.0,
+            RequestStatus::Rejected,
+            Some(3000.0),
+            None,
+            None,
+            10,
+            0,
+            None,
+        ),
+        req(4000.0, Timeout, Some(4000.0), None, None, 10, 0, None),
+        req(
+            5000.0,
+            Done,
+            Some(5000.0),
+            Some(5010.0),
+            Some(20_000.0),
+            10,
+            5,
+            Some(true),
+        ),
+    ];
+    requests.extend((6..10).map(|i| ok(i as f64 * 1000.0, true)));
+    requests.push(req(
+        11_000.0,
+        Error,
+        Some(11_000.0),
+        None,
+        None,
+        10,
+        0,
+        None,
+    ));
+    // 2 errors of 10: exactly the limit, met; 6 completions of 10 against 0.7: broken.
+    let p = contract_policy(0.2, 0.7);
+    let a = analyze(
+        &p,
+        &runs_only(vec![cell("B0", TestCell::B0, vec![load(1, requests)])]),
+    );
+    let c = &a.cells[0];
+    let errors = contract(c, ContractKind::MaxErrorRate);
+    assert_eq!((errors.count, errors.cohort), (2, 10));
+    assert_eq!(errors.observed, Some(0.2));
+    assert_eq!(errors.passes, Some(true), "at the limit is inside it");
+    assert_eq!(errors.runs, [1]);
+    let done = contract(c, ContractKind::MinCompletionRate);
+    assert_eq!((done.count, done.cohort), (6, 10));
+    assert_eq!(done.passes, Some(false));
+    assert_eq!(
+        done.describe(),
+        "completion rate of class `short`: 60.0% (6 of 10) breaks the contract of at least 70.0% at 1 requests/s offered, admission limit 8"
+    );
+}
+
+/// With a target load the contracts are read there, not at the point with more runs; a class
+/// without a request at the point is undecided, never a pass.
+#[test]
+fn contracts_are_read_at_the_target_load_and_undecided_without_requests() {
+    let with_errors = |run_id, per_s, errors: usize| {
+        let mut r = at_rate(run_id, per_s, 10);
+        for q in r.requests.iter_mut().take(errors) {
+            q.status = Error;
+        }
+        r
+    };
+    let runs = vec![
+        with_errors(1, 1.0, 0),
+        with_errors(2, 1.0, 0),
+        with_errors(3, 2.0, 3),
+    ];
+    let mut p = contract_policy(0.1, 0.5);
+    let a = analyze(&p, &runs_only(vec![cell("B0", TestCell::B0, runs.clone())]));
+    let e = contract(&a.cells[0], ContractKind::MaxErrorRate);
+    assert_eq!(
+        (e.count, e.cohort, e.passes),
+        (0, 20, Some(true)),
+        "summary point: 1 /s"
+    );
+    p.target_offered_load_rps = Some(2.0);
+    let a = analyze(&p, &runs_only(vec![cell("B0", TestCell::B0, runs)]));
+    let e = contract(&a.cells[0], ContractKind::MaxErrorRate);
+    assert_eq!(
+        (e.count, e.cohort, e.passes),
+        (3, 10, Some(false)),
+        "the target: 2 /s"
+    );
+    assert_eq!(
+        e.point.as_ref().unwrap().offered,
+        OfferedLoad::Rate { per_s: 2.0 }
+    );
+
+    let long_only = class_run(4, 0, 5);
+    let a = analyze(
+        &p,
+        &runs_only(vec![cell("B0", TestCell::B0, vec![long_only])]),
+    );
+    let e = contract(&a.cells[0], ContractKind::MaxErrorRate);
+    assert_eq!((e.cohort, e.observed, e.passes), (0, None, None));
+    assert!(e.describe().contains("is undecided"), "{}", e.describe());
+}
+
+/// A candidate whose useful goodput beats B0's beyond repeat variation still does not qualify
+/// when it breaks its class's error contract: the extra good responses come with errors.
+#[test]
+fn a_goodput_gain_with_a_broken_error_contract_does_not_qualify() {
+    let with_errors = |run_id, good, errors: usize| {
+        let mut r = class_run(run_id, good, 0);
+        let n = r.requests.len();
+        r.requests.extend((0..errors).map(|i| {
+            let t = (n + i) as f64 * 10.0;
+            req(t, Error, Some(t), None, None, 10, 0, None)
+        }));
+        r
+    };
+    let study = runs_only(vec![
+        cell(
+            "B0",
+            TestCell::B0,
+            vec![with_errors(1, 10, 0), with_errors(2, 11, 0)],
+        ),
+        cell(
+            "C2",
+            TestCell::C2,
+            vec![with_errors(3, 30, 3), with_errors(4, 31, 3)],
+        ),
+    ]);
+    // Without a contract (an error rate of 1 allows everything) the gain qualifies.
+    let a = analyze(&contract_policy(1.0, 0.0), &study);
+    assert_eq!(gate(&a.cells[1], "short").status, GateStatus::Qualifies);
+    // 6 errors of 67 = 9.0 % against at most 5 %.
+    let a = analyze(&contract_policy(0.05, 0.0), &study);
+    let c = &a.cells[1];
+    let g = gate(c, "short");
+    assert_eq!(g.status, GateStatus::DoesNot, "{g:?}");
+    assert!(
+        g.reason.starts_with(
+            "error rate of class `short`: 9.0% (6 of 67) breaks the contract of at most 5.0%"
+        ),
+        "{}",
+        g.reason
+    );
+    assert_eq!(c.decision.goodput_qualifies, Some(false));
+    assert_ne!(c.decision.outcome, SuggestedOutcome::Promote);
+    assert!(c
+        .decision
+        .rules
+        .iter()
+        .any(|r| r.contains("error rate of class `short`")));
+    // B0 meets its contract: 0 of 21.
+    assert_eq!(
+        contract(&a.cells[0], ContractKind::MaxErrorRate).passes,
+        Some(true)
+    );
+}
