@@ -26,13 +26,22 @@ pub struct MeasuredRequest<'a> {
     pub accepted: Option<bool>,
     /// The sha256 of what was sent; `None` for rows stored before it was recorded. Borrowed.
     pub prompt_sha256: Option<&'a str>,
+    pub client_delay_ms: Option<f64>,
+    /// The engine's `timings.predicted_per_token_ms` (llama.cpp), read out of the stored
+    /// timings by SQLite; `None` when the engine sent none.
+    pub engine_itl_ms: Option<f64>,
 }
 
+// The engine's per-token time is read only when it is a JSON number: a text or a malformed
+// object is no measurement (SQLite would read it as 0).
 // Ordered by `r.id` (equal to `q.run_id` by the join) so SQLite walks the runs index and the
 // requests' primary key in order instead of sorting every row in a temporary B-tree.
 const MEASURED: &str = "SELECT q.run_id, q.idx, q.repeat, q.item_id, q.status, \
      q.planned_arrival_ms, q.dispatch_ms, q.first_token_ms, q.finish_ms, q.prompt_tokens, \
-     q.completion_tokens, q.verdict_accepted, q.prompt_sha256 \
+     q.completion_tokens, q.verdict_accepted, q.prompt_sha256, q.client_delay_ms, \
+     CASE WHEN json_valid(q.engine_timings_json) THEN \
+       CASE WHEN json_type(q.engine_timings_json, '$.predicted_per_token_ms') IN ('integer', 'real') \
+       THEN json_extract(q.engine_timings_json, '$.predicted_per_token_ms') END END \
      FROM runs r JOIN run_requests q ON q.run_id = r.id AND q.warmup = 0 \
      WHERE r.study_id = ? ORDER BY r.id, q.idx";
 
@@ -178,6 +187,8 @@ impl Store {
                     completion_tokens: non_negative(opt_i64(s, 10)),
                     accepted: opt_i64(s, 11).map(|v| v != 0),
                     prompt_sha256,
+                    client_delay_ms: opt_f64(s, 13),
+                    engine_itl_ms: opt_f64(s, 14),
                 });
                 n += 1;
             }

@@ -256,6 +256,8 @@ pub async fn load_study(
                 completion_tokens: q.completion_tokens,
                 accepted: q.accepted,
                 item_input_tokens,
+                client_delay_ms: q.client_delay_ms,
+                engine_itl_ms: q.engine_itl_ms,
             });
         })
         .await?;

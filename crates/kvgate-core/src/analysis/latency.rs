@@ -29,6 +29,8 @@ pub(super) fn itl(r: &RequestRow) -> Option<f64> {
 pub(super) fn latency(policy: &Policy, cell: &CellInput) -> BTreeMap<String, ClassLatency> {
     let buckets = policy.classes.len() + 1;
     let mut v: Vec<[Vec<f64>; 3]> = (0..buckets).map(|_| Default::default()).collect();
+    // Client delay and engine per-token time, apart from the three client timings.
+    let mut queue: Vec<[Vec<f64>; 2]> = (0..buckets).map(|_| Default::default()).collect();
     let mut count = vec![0u64; buckets];
     let mut na = vec![0u64; buckets];
     let mut seen = vec![false; buckets];
@@ -36,8 +38,14 @@ pub(super) fn latency(policy: &Policy, cell: &CellInput) -> BTreeMap<String, Cla
         let class = policy.class_of(r.input_tokens(), None);
         let k = class.unwrap_or(policy.classes.len());
         seen[k] = true;
+        if let Some(x) = r.client_delay_ms.filter(|x| x.is_finite()) {
+            queue[k][0].push(x);
+        }
         if r.status != RequestStatus::Ok {
             continue;
+        }
+        if let Some(x) = r.engine_itl_ms.filter(|x| x.is_finite()) {
+            queue[k][1].push(x);
         }
         count[k] += 1;
         if let Some(x) = ttft(r) {
@@ -59,6 +67,7 @@ pub(super) fn latency(policy: &Policy, cell: &CellInput) -> BTreeMap<String, Cla
         }
         let name = class_name(policy, (k < policy.classes.len()).then_some(k));
         let (ttft_ms, itl_ms, e2e_ms) = (percentiles(t), percentiles(i), percentiles(e));
+        let [delay, engine] = &mut queue[k];
         out.insert(
             name,
             ClassLatency {
@@ -67,6 +76,8 @@ pub(super) fn latency(policy: &Policy, cell: &CellInput) -> BTreeMap<String, Cla
                 e2e_ms,
                 count: count[k],
                 itl_not_applicable: na[k],
+                client_delay_ms: percentiles(delay),
+                engine_itl_ms: percentiles(engine),
                 ttft_cdf_ms: cdf(t),
                 e2e_cdf_ms: cdf(e),
             },

@@ -90,6 +90,12 @@ pub struct RequestRow {
     /// The input token count of the fixture item the request sent (by the pinned tokenizer),
     /// when known: the class of a request whose own count is unknown.
     pub item_input_tokens: Option<u64>,
+    /// How long the request waited in the client after its planned arrival, as recorded (the
+    /// runner's dispatch lag; vLLM bench `queue_times`, the wait for a concurrency slot).
+    pub client_delay_ms: Option<f64>,
+    /// The engine's own mean time per generated token, when the engine reported it with the
+    /// request (llama.cpp `timings.predicted_per_token_ms`); never derived from chunk arrivals.
+    pub engine_itl_ms: Option<f64>,
 }
 
 impl RequestRow {
@@ -210,6 +216,14 @@ pub struct ClassLatency {
     pub count: u64,
     /// `ok` requests with at most one output token: no inter-token latency exists.
     pub itl_not_applicable: u64,
+    /// Queueing from per-request figures only: the client delay of every request of the class
+    /// that recorded one, whatever its status (engine-wide queue histograms are never split
+    /// across classes). Count 0 when no request recorded it.
+    pub client_delay_ms: Percentiles,
+    /// The engine's own per-token time over `ok` requests that carry it, kept apart from
+    /// `itl_ms`, which is measured by the client from streamed network chunks. Count 0 when
+    /// the engine reported none (vLLM sends none).
+    pub engine_itl_ms: Percentiles,
     /// The TTFT distribution for a CDF: its quantiles at 0, 1, …, 100 % (empty without values).
     pub ttft_cdf_ms: Vec<f64>,
     /// The end-to-end distribution, likewise.

@@ -42,6 +42,8 @@ fn req(
         completion_tokens: Some(out),
         accepted,
         item_input_tokens: None,
+        client_delay_ms: None,
+        engine_itl_ms: None,
     }
 }
 
@@ -2035,5 +2037,46 @@ fn a_goodput_gain_with_a_broken_error_contract_does_not_qualify() {
     assert_eq!(
         contract(&a.cells[0], ContractKind::MaxErrorRate).passes,
         Some(true)
+    );
+}
+
+/// Queueing is read per class from per-request figures only: every request's recorded client
+/// delay, a failed one's too; a request without one is absent, not a zero. The engine's own
+/// per-token time stays apart from the client's ITL, and is absent where the engine sent none.
+#[test]
+fn client_delay_and_engine_token_time_are_per_class_and_never_invented() {
+    let mut run = class_run(1, 3, 2);
+    let delays = [Some(10.0), Some(30.0), None, Some(400.0), None];
+    for (q, d) in run.requests.iter_mut().zip(delays) {
+        q.client_delay_ms = d;
+    }
+    run.requests[1].status = Error;
+    run.requests[0].engine_itl_ms = Some(12.5);
+    run.requests[1].engine_itl_ms = Some(99.0); // failed: not an `ok` token time
+    run.requests[2].engine_itl_ms = Some(14.5);
+    let a = analyze(
+        &two_class_policy(),
+        &runs_only(vec![cell("B0", TestCell::B0, vec![run])]),
+    );
+    let short = &a.cells[0].latency["short"];
+    assert_eq!(
+        short.client_delay_ms.count, 2,
+        "the failed request's delay counts"
+    );
+    assert_eq!(short.client_delay_ms.p50, Some(20.0));
+    assert_eq!(short.engine_itl_ms.count, 2);
+    assert_eq!(short.engine_itl_ms.p50, Some(13.5));
+    assert_ne!(
+        short.itl_ms.p50, short.engine_itl_ms.p50,
+        "the client's ITL is its own"
+    );
+    let long = &a.cells[0].latency["long"];
+    assert_eq!(
+        (long.client_delay_ms.count, long.client_delay_ms.p50),
+        (1, Some(400.0))
+    );
+    assert_eq!(
+        (long.engine_itl_ms.count, long.engine_itl_ms.p50),
+        (0, None)
     );
 }

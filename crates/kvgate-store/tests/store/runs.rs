@@ -64,7 +64,8 @@ fn record(index: u32) -> RequestRecord {
         cached_prompt_tokens: Some(0),
         finish_reason: Some("stop".into()),
         engine_timings: Some(
-            json!({"predicted_n": 21, "prompt_ms": 12.75, "nested": {"a": [1, null]}}),
+            json!({"predicted_n": 21, "prompt_ms": 12.75, "predicted_per_token_ms": 14.25,
+                "nested": {"a": [1, null]}}),
         ),
     }
 }
@@ -140,7 +141,8 @@ fn requests() -> Vec<StoredRequest> {
         completion_tokens: Some(0),
         cached_prompt_tokens: None,
         finish_reason: None,
-        engine_timings: Some(serde_json::Value::Null),
+        // A per-token time as text is no measurement.
+        engine_timings: Some(json!({"predicted_per_token_ms": "14.25"})),
         ..record(1)
     };
     vec![
@@ -964,18 +966,21 @@ async fn measured_requests_come_back_exactly_with_absent_values_absent() {
     let n = store
         .for_each_measured_request(sid, |q| {
             seen.push((
-                q.run_id,
-                q.idx,
-                q.repeat,
-                q.item_id.map(str::to_owned),
-                q.status,
-                q.planned_arrival_ms,
-                q.dispatch_ms,
-                q.first_token_ms,
-                q.finish_ms,
-                q.prompt_tokens,
-                q.completion_tokens,
-                q.accepted,
+                (
+                    q.run_id,
+                    q.idx,
+                    q.repeat,
+                    q.item_id.map(str::to_owned),
+                    q.status,
+                    q.planned_arrival_ms,
+                    q.dispatch_ms,
+                    q.first_token_ms,
+                    q.finish_ms,
+                    q.prompt_tokens,
+                    q.completion_tokens,
+                    q.accepted,
+                ),
+                (q.client_delay_ms, q.engine_itl_ms),
             ))
         })
         .await
@@ -989,26 +994,38 @@ async fn measured_requests_come_back_exactly_with_absent_values_absent() {
         .map(|s| {
             let r = &s.record;
             (
-                run.id,
-                i64::from(r.index),
-                s.repeat,
-                r.item_id.clone(),
-                r.status,
-                r.planned_arrival_ms,
-                r.dispatch_ms,
-                r.first_token_ms,
-                r.finish_ms,
-                r.prompt_tokens,
-                r.completion_tokens,
-                s.verdict.as_ref().map(|v| v.accepted),
+                (
+                    run.id,
+                    i64::from(r.index),
+                    s.repeat,
+                    r.item_id.clone(),
+                    r.status,
+                    r.planned_arrival_ms,
+                    r.dispatch_ms,
+                    r.first_token_ms,
+                    r.finish_ms,
+                    r.prompt_tokens,
+                    r.completion_tokens,
+                    s.verdict.as_ref().map(|v| v.accepted),
+                ),
+                (
+                    r.client_delay_ms,
+                    r.engine_timings
+                        .as_ref()
+                        .and_then(|t| t["predicted_per_token_ms"].as_f64()),
+                ),
             )
         })
         .collect();
     assert_eq!(seen, want);
+    // The engine's per-token time: read where it is a number, absent where it is text.
+    assert_eq!(seen[0].1, (Some(0.25), Some(14.25)));
+    assert_eq!(seen[1].1, (Some(0.25), None));
     // The never-sent request: every measurement absent, not 0.
-    assert_eq!(seen[2].6, None);
-    assert_eq!(seen[2].9, None);
-    assert_eq!(seen[2].11, None);
+    assert_eq!(seen[2].0 .6, None);
+    assert_eq!(seen[2].0 .9, None);
+    assert_eq!(seen[2].0 .11, None);
+    assert_eq!(seen[2].1, (None, None));
     // Another study's requests are not read.
     let (other, _, _) = study(&store, "other").await;
     assert_eq!(
