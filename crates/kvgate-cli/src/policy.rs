@@ -176,7 +176,7 @@ pub async fn analyze(app: &App, args: AnalyzeArgs) -> Result<Outcome, AppError> 
         }
         for (class, l) in &c.latency {
             println!(
-                "  {class}: n {}  TTFT p50/p90/p99 {}/{}/{} ms  ITL p50 {} ms  e2e p99 {} ms",
+                "  {class}: n {}  TTFT p50/p90/p99 {}/{}/{} ms  ITL (network chunks) p50 {} ms  e2e p99 {} ms",
                 l.count,
                 num(l.ttft_ms.p50),
                 num(l.ttft_ms.p90),
@@ -184,6 +184,19 @@ pub async fn analyze(app: &App, args: AnalyzeArgs) -> Result<Outcome, AppError> 
                 num(l.itl_ms.p50),
                 num(l.e2e_ms.p99)
             );
+            if l.client_delay_ms.count > 0 || l.engine_itl_ms.count > 0 {
+                println!(
+                    "  {class}: client delay p50/p99 {}/{} ms over {}  engine time per token p50 {} ms over {}",
+                    num(l.client_delay_ms.p50),
+                    num(l.client_delay_ms.p99),
+                    l.client_delay_ms.count,
+                    num(l.engine_itl_ms.p50),
+                    l.engine_itl_ms.count
+                );
+            }
+        }
+        for k in &c.contracts {
+            println!("  contract {}", k.describe());
         }
         for m in &c.corpus_mismatches {
             println!(

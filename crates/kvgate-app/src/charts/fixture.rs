@@ -82,10 +82,12 @@ pub fn cell(name: &str, patch: Value) -> Value {
                     "itl_ms": {"p50": 20.0, "p90": 25.0, "p99": null, "count": 28},
                     "e2e_ms": {"p50": 900.0, "p90": 1400.0, "p99": 2100.0, "count": 30},
                     "count": 30, "itl_not_applicable": 2,
+                    "client_delay_ms": none, "engine_itl_ms": none,
                     "ttft_cdf_ms": ttft_cdf, "e2e_cdf_ms": e2e_cdf
                 },
                 "long": {"ttft_ms": none, "itl_ms": none, "e2e_ms": none, "count": 0,
-                         "itl_not_applicable": 0, "ttft_cdf_ms": [], "e2e_cdf_ms": []}
+                         "itl_not_applicable": 0, "client_delay_ms": none, "engine_itl_ms": none,
+                         "ttft_cdf_ms": [], "e2e_cdf_ms": []}
             },
             "goodput": {
                 "short": {

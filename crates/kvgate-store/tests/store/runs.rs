@@ -141,8 +141,7 @@ fn requests() -> Vec<StoredRequest> {
         completion_tokens: Some(0),
         cached_prompt_tokens: None,
         finish_reason: None,
-        // A per-token time as text is no measurement.
-        engine_timings: Some(json!({"predicted_per_token_ms": "14.25"})),
+        engine_timings: Some(serde_json::Value::Null),
         ..record(1)
     };
     vec![
@@ -1018,9 +1017,41 @@ async fn measured_requests_come_back_exactly_with_absent_values_absent() {
         })
         .collect();
     assert_eq!(seen, want);
-    // The engine's per-token time: read where it is a number, absent where it is text.
+    // The engine's per-token time: read where it is a number, absent where the timings are null.
     assert_eq!(seen[0].1, (Some(0.25), Some(14.25)));
     assert_eq!(seen[1].1, (Some(0.25), None));
+    // A per-token time given as text is no measurement (SQLite would read it as 0).
+    let texted = store
+        .create_run(&new_run(sid, mid, "2026-12-01T11:00:00.000Z"))
+        .await
+        .unwrap();
+    let text_timing = RequestRecord {
+        engine_timings: Some(json!({"predicted_per_token_ms": "14.25"})),
+        ..record(0)
+    };
+    store
+        .finish_run(
+            texted.id,
+            RunState::Completed,
+            Some(1.0),
+            Some(1),
+            None,
+            &[stored(text_timing, false, None)],
+            &[],
+            &[],
+        )
+        .await
+        .unwrap();
+    let mut engine = Vec::new();
+    store
+        .for_each_measured_request(sid, |q| {
+            if q.run_id == texted.id {
+                engine.push(q.engine_itl_ms);
+            }
+        })
+        .await
+        .unwrap();
+    assert_eq!(engine, [None]);
     // The never-sent request: every measurement absent, not 0.
     assert_eq!(seen[2].0 .6, None);
     assert_eq!(seen[2].0 .9, None);

@@ -3,6 +3,7 @@ import type { CapacityEvidence } from "./CapacityEvidence";
 import type { CellDecision } from "./CellDecision";
 import type { ClassGoodput } from "./ClassGoodput";
 import type { ClassLatency } from "./ClassLatency";
+import type { ContractCheck } from "./ContractCheck";
 import type { CorpusMismatch } from "./CorpusMismatch";
 import type { EnvelopePoint } from "./EnvelopePoint";
 import type { FloorCheck } from "./FloorCheck";
@@ -64,4 +65,10 @@ envelope: Array<EnvelopePoint>,
  * The highest offered rate inside the policy's envelope bar for every class; absent
  * without a bar (`envelope.min_good_share`) or when no point meets it.
  */
-knee_rps?: number, };
+knee_rps?: number, 
+/**
+ * The class contracts the policy declares (error and completion rates), at the target load
+ * when the cell has runs there, else at its summary point; empty without a contract or for
+ * an invalid cell.
+ */
+contracts: Array<ContractCheck>, };

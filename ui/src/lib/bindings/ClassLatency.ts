@@ -14,6 +14,18 @@ count: number,
  */
 itl_not_applicable: number, 
 /**
+ * Queueing from per-request figures only: the client delay of every request of the class
+ * that recorded one, whatever its status (engine-wide queue histograms are never split
+ * across classes). Count 0 when no request recorded it.
+ */
+client_delay_ms: Percentiles, 
+/**
+ * The engine's own per-token time over `ok` requests that carry it, kept apart from
+ * `itl_ms`, which is measured by the client from streamed network chunks. Count 0 when
+ * the engine reported none (vLLM sends none).
+ */
+engine_itl_ms: Percentiles, 
+/**
  * The TTFT distribution for a CDF: its quantiles at 0, 1, …, 100 % (empty without values).
  */
 ttft_cdf_ms: Array<number>, 

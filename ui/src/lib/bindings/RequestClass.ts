@@ -12,4 +12,15 @@ max_input_tokens: number,
 /**
  * Only requests of this route belong to the class, when set.
  */
-route?: string | null, slo: Slo, };
+route?: string | null, slo: Slo, 
+/**
+ * The error contract: the largest share of the class's cohort that may end in an error or
+ * a server refusal at the judged operating point. Left out of the canonical JSON when
+ * absent, so policies locked before it keep their sha256.
+ */
+max_error_rate?: number, 
+/**
+ * The completion contract: the least share of the class's cohort that must complete `ok`
+ * by the drain deadline (errors, refusals, timeouts, unfinished and late requests do not).
+ */
+min_completion_rate?: number, };

@@ -104,7 +104,13 @@ describe('Policy screen', () => {
     v1.policy = {
       ...v1.policy,
       classes: [
-        { name: 'short', max_input_tokens: 1023, slo: { ttft_ms: 500, itl_ms: 50, e2e_ms: 5000 } },
+        {
+          name: 'short',
+          max_input_tokens: 1023,
+          slo: { ttft_ms: 500, itl_ms: 50, e2e_ms: 5000 },
+          max_error_rate: 0.01,
+          min_completion_rate: 0.995,
+        },
         { name: 'long', max_input_tokens: 32767, route: 'chat', slo: { ttft_ms: 120000 } },
       ],
       segments: [
@@ -127,8 +133,8 @@ describe('Policy screen', () => {
 
     const rows = within(summary).getAllByTestId('policy-summary-class');
     expect(rows.map((r) => [...r.querySelectorAll('th, td')].map((c) => c.textContent!.trim()))).toEqual([
-      ['short', '1,023 tokens', 'every route', '500 ms', '50 ms', '5.0 s'],
-      ['long', '32,767 tokens', 'chat', '2 min 00 s', 'not checked', 'not checked'],
+      ['short', '1,023 tokens', 'every route', '500 ms', '50 ms', '5.0 s', '1.0%', '99.5%'],
+      ['long', '32,767 tokens', 'chat', '2 min 00 s', 'not checked', 'not checked', 'not declared', 'not declared'],
     ]);
     const segments = within(summary).getAllByTestId('policy-summary-segment');
     expect(segments.map((r) => [...r.querySelectorAll('th, td')].map((c) => c.textContent!.trim()))).toEqual([

@@ -14,7 +14,14 @@ import {
 // Every key a policy can hold, each optional one present, in the order of the Rust type.
 const FULL = {
   classes: [
-    { name: 'short', max_input_tokens: 1023, route: 'chat', slo: { ttft_ms: 500, itl_ms: 50, e2e_ms: 5000 } },
+    {
+      name: 'short',
+      max_input_tokens: 1023,
+      route: 'chat',
+      slo: { ttft_ms: 500, itl_ms: 50, e2e_ms: 5000 },
+      max_error_rate: 0.01,
+      min_completion_rate: 0.99,
+    },
     { name: 'long', max_input_tokens: 8191, slo: { e2e_ms: 20000 } },
   ],
   goodput: { interval_s: 60, drain_s: 30 },
@@ -56,6 +63,8 @@ describe('JSON and form round trip', () => {
     const form = jsonToForm(JSON.stringify(FULL));
     form.classes[0]!.ttft_ms = null;
     form.classes[0]!.route = null;
+    form.classes[0]!.max_error_rate = null;
+    form.classes[0]!.min_completion_rate = null;
     form.segments[0]!.floor = null;
     form.segments[0]!.filter.position = '';
     form.target_offered_load_rps = null;

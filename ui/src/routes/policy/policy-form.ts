@@ -21,6 +21,10 @@ export type ClassForm = {
   ttft_ms: NumberField;
   itl_ms: NumberField;
   e2e_ms: NumberField;
+  /** The error contract, a share; empty: not declared. */
+  max_error_rate: NumberField;
+  /** The completion contract, a share; empty: not declared. */
+  min_completion_rate: NumberField;
 };
 
 export type SegmentForm = {
@@ -50,7 +54,16 @@ export function emptyFilter(): Record<FilterKey, string> {
 }
 
 export function newClass(): ClassForm {
-  return { name: '', max_input_tokens: null, route: null, ttft_ms: null, itl_ms: null, e2e_ms: null };
+  return {
+    name: '',
+    max_input_tokens: null,
+    route: null,
+    ttft_ms: null,
+    itl_ms: null,
+    e2e_ms: null,
+    max_error_rate: null,
+    min_completion_rate: null,
+  };
 }
 
 export function newSegment(): SegmentForm {
@@ -72,9 +85,9 @@ export function templateForm(): PolicyForm {
   });
   return {
     classes: [
-      { name: 'short', max_input_tokens: 1023, route: null, ttft_ms: 500, itl_ms: 50, e2e_ms: 5000 },
-      { name: 'medium', max_input_tokens: 4095, route: null, ttft_ms: 1500, itl_ms: 60, e2e_ms: 15000 },
-      { name: 'long', max_input_tokens: 32767, route: null, ttft_ms: 5000, itl_ms: 80, e2e_ms: 60000 },
+      { name: 'short', max_input_tokens: 1023, route: null, ttft_ms: 500, itl_ms: 50, e2e_ms: 5000, max_error_rate: null, min_completion_rate: null },
+      { name: 'medium', max_input_tokens: 4095, route: null, ttft_ms: 1500, itl_ms: 60, e2e_ms: 15000, max_error_rate: null, min_completion_rate: null },
+      { name: 'long', max_input_tokens: 32767, route: null, ttft_ms: 5000, itl_ms: 80, e2e_ms: 60000, max_error_rate: null, min_completion_rate: null },
     ],
     interval_s: 60,
     drain_s: 30,
@@ -108,6 +121,8 @@ export function formToPolicy(form: PolicyForm): Record<string, unknown> {
         max_input_tokens: c.max_input_tokens ?? null,
         ...(c.route !== null ? { route: c.route } : {}),
         slo,
+        ...(isSet(c.max_error_rate) ? { max_error_rate: c.max_error_rate } : {}),
+        ...(isSet(c.min_completion_rate) ? { min_completion_rate: c.min_completion_rate } : {}),
       };
     }),
     goodput: { interval_s: form.interval_s ?? null, drain_s: form.drain_s ?? null },
@@ -199,7 +214,7 @@ export function jsonToForm(text: string): PolicyForm {
   const classes = list(root['classes'], 'classes').map((value, i): ClassForm => {
     const path = `classes[${i}]`;
     const c = object(value, path);
-    onlyKeys(c, path, ['name', 'max_input_tokens', 'route', 'slo']);
+    onlyKeys(c, path, ['name', 'max_input_tokens', 'route', 'slo', 'max_error_rate', 'min_completion_rate']);
     const slo = object(c['slo'], `${path}.slo`);
     onlyKeys(slo, `${path}.slo`, ['ttft_ms', 'itl_ms', 'e2e_ms']);
     return {
@@ -209,6 +224,8 @@ export function jsonToForm(text: string): PolicyForm {
       ttft_ms: num(slo['ttft_ms'], `${path}.slo.ttft_ms`, false),
       itl_ms: num(slo['itl_ms'], `${path}.slo.itl_ms`, false),
       e2e_ms: num(slo['e2e_ms'], `${path}.slo.e2e_ms`, false),
+      max_error_rate: num(c['max_error_rate'], `${path}.max_error_rate`, false),
+      min_completion_rate: num(c['min_completion_rate'], `${path}.min_completion_rate`, false),
     };
   });
   const segments = list(root['segments'], 'segments').map((value, i): SegmentForm => {
@@ -292,7 +309,16 @@ export function fieldPaths(form: PolicyForm): string[] {
     'segments',
   ];
   form.classes.forEach((_, i) => {
-    for (const key of ['name', 'max_input_tokens', 'route', 'slo.ttft_ms', 'slo.itl_ms', 'slo.e2e_ms']) {
+    for (const key of [
+      'name',
+      'max_input_tokens',
+      'route',
+      'slo.ttft_ms',
+      'slo.itl_ms',
+      'slo.e2e_ms',
+      'max_error_rate',
+      'min_completion_rate',
+    ]) {
       paths.push(`classes[${i}].${key}`);
     }
   });

@@ -315,6 +315,43 @@ describe('Results screen', () => {
     expect(within(c1Card).queryByTestId('cell-envelope')).toBeNull();
   });
 
+  it('shows each class contract as the analysis judged it, and queueing with the engine timing apart', async () => {
+    const point = { offered: { kind: 'rate' as const, per_s: 2 }, admission_limit: 64 };
+    const contract = (kind: 'max_error_rate' | 'min_completion_rate', limit: number, observed: number | null, passes: boolean | null) => ({
+      class: 'short',
+      kind,
+      limit,
+      point,
+      runs: [3],
+      count: observed === null ? 0 : Math.round(observed * 40),
+      cohort: observed === null ? 0 : 40,
+      observed,
+      passes,
+    });
+    const c1 = cell('C1', {
+      contracts: [contract('max_error_rate', 0.01, 0.05, false), contract('min_completion_rate', 0.9, null, null)],
+    });
+    ipcMock.studyResults.mockResolvedValue(resultsOf({ cells: [cell('B0'), c1] }));
+    setup();
+    const cards = await screen.findAllByTestId('cell-card');
+    const c1Card = cards.find((c) => c.dataset['cell'] === 'C1')!;
+    const rows = within(c1Card).getAllByTestId('contract-row');
+    expect(rows.map((r) => [...r.querySelectorAll('th, td')].slice(0, 6).map((c) => c.textContent?.trim()))).toEqual([
+      ['short', 'error rate, at most', '1.0%', '5.0%', '2 / 40', 'broken'],
+      ['short', 'completion rate, at least', '90.0%', 'absent', '0 / 0', 'undecided'],
+    ]);
+    const b0Card = cards.find((c) => c.dataset['cell'] === 'B0')!;
+    expect(within(b0Card).queryByTestId('cell-contracts')).toBeNull();
+    const queue = within(b0Card).getAllByTestId('queueing-row');
+    expect([...queue[0]!.querySelectorAll('th, td')].map((c) => c.textContent?.trim())).toEqual([
+      'short', '32', '0.4 ms', '1.2 ms', '3.5 ms', '30', '14.2 ms', '15.1 ms', '17.9 ms',
+    ]);
+    expect([...queue[1]!.querySelectorAll('td')].map((c) => c.textContent?.trim())).toEqual([
+      '0', 'absent', 'absent', 'absent', '0', 'absent', 'absent', 'absent',
+    ]);
+    expect(within(b0Card).getByTestId('cell-latency').textContent).toContain('ITL, from network chunks');
+  });
+
   it('lists what was left unpaired, flags a run over another corpus and says why goodput is not compared', async () => {
     const unpaired = Array.from({ length: 23 }, (_, i) => ({
       key: `evaluation-7-en-short-begin-literal-present-${String(i).padStart(3, '0')}`,

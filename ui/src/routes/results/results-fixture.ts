@@ -61,6 +61,8 @@ export function cell(name: string, patch: Partial<Cell> = {}): Cell {
         e2e_ms: { p50: 900, p90: 1400, p99: 2100, count: 30 },
         count: 30,
         itl_not_applicable: 2,
+        client_delay_ms: { p50: 0.4, p90: 1.2, p99: 3.5, count: 32 },
+        engine_itl_ms: { p50: 14.2, p90: 15.1, p99: 17.9, count: 30 },
         ttft_cdf_ms: Array.from({ length: 101 }, (_, q) => 100 + q * 1.5),
         e2e_cdf_ms: Array.from({ length: 101 }, (_, q) => 800 + q * 13),
       },
@@ -70,6 +72,8 @@ export function cell(name: string, patch: Partial<Cell> = {}): Cell {
         e2e_ms: NONE,
         count: 0,
         itl_not_applicable: 0,
+        client_delay_ms: NONE,
+        engine_itl_ms: NONE,
         ttft_cdf_ms: [],
         e2e_cdf_ms: [],
       },
@@ -111,6 +115,7 @@ export function cell(name: string, patch: Partial<Cell> = {}): Cell {
       ? null
       : { comparable: true, point: { offered: { kind: 'rate', per_s: 2 }, admission_limit: 64 }, reason: null },
     envelope: [],
+    contracts: [],
     paired: baseline
       ? []
       : // As `study_results` sends them, in reading order: overall, segments (protected first), marginal strata.

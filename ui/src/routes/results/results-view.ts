@@ -2,6 +2,7 @@
 // test cells, floors, gates, the noise floor, SLO misses. Every figure comes from the backend's
 // `study_results`; nothing here decides a verdict, a gate or an outcome.
 
+import type { ContractKind } from '$lib/bindings/ContractKind';
 import type { GateStatus } from '$lib/bindings/GateStatus';
 import type { NoiseFloor } from '$lib/bindings/NoiseFloor';
 import type { EnvelopePoint } from '$lib/bindings/EnvelopePoint';
@@ -78,6 +79,21 @@ export function classGateLabel(status: GateStatus): string {
 
 export function classGateTone(status: GateStatus): Tone {
   return status === 'qualifies' ? 'ok' : status === 'does_not' ? 'danger' : 'warn';
+}
+
+/** A class contract's name, with the direction of its limit. */
+export const CONTRACT_LABEL: Record<ContractKind, string> = {
+  max_error_rate: 'error rate, at most',
+  min_completion_rate: 'completion rate, at least',
+};
+
+/** What the analysis found of a contract: met, broken, or undecided without a request. */
+export function contractLabel(passes: boolean | null): string {
+  return passes === null ? 'undecided' : passes ? 'met' : 'broken';
+}
+
+export function contractTone(passes: boolean | null): Tone {
+  return passes === null ? 'warn' : passes ? 'ok' : 'danger';
 }
 
 /** The noise floor in words, or why there is none. */
