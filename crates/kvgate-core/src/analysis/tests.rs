@@ -1857,7 +1857,7 @@ fn contract_policy(max_error_rate: f64, min_completion_rate: f64) -> Policy {
     .unwrap()
 }
 
-fn contract<'a>(c: &'a CellAnalysis, kind: ContractKind) -> &'a ContractCheck {
+fn contract(c: &CellAnalysis, kind: ContractKind) -> &ContractCheck {
     c.contracts
         .iter()
         .find(|k| k.kind == kind)
