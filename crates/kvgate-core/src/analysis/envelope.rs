@@ -5,7 +5,7 @@
 //! Each point's runs are its repeats (runs at other points never are: `points.rs`). Goodput per
 //! run and class is the one rule of `goodput.rs` (cohort, drain, validated ∧ SLO).
 
-use super::latency::class_name;
+use super::latency::{class_name, e2e, ttft};
 use super::points::Point;
 use super::*;
 
@@ -34,6 +34,10 @@ pub struct EnvelopePoint {
     /// Good requests and cohort over the runs, as counted.
     pub good: u64,
     pub cohort: u64,
+    /// Latency of the class's `ok` requests over the runs at the point (every measured one, as
+    /// in the cell's latency table): latency against load.
+    pub ttft_ms: Percentiles,
+    pub e2e_ms: Percentiles,
     /// A run had no verdicts: the share counts SLOs, not answers, and never makes a knee.
     pub slo_only: bool,
     /// The runs' wall time (first dispatch to last completion, every request sent included) ×
@@ -95,6 +99,22 @@ pub(super) fn envelope(
             (good_all > 0)
                 .then(|| hours * c.per_instance_hour * f64::from(instances(cell)) / good_all as f64)
         });
+        // TTFT and end-to-end values of `ok` requests per class, over the point's runs.
+        let mut timings: Vec<[Vec<f64>; 2]> = (0..buckets).map(|_| Default::default()).collect();
+        for r in p.runs.iter().flat_map(|r| &r.requests) {
+            if r.status != RequestStatus::Ok {
+                continue;
+            }
+            let k = policy
+                .class_of(r.input_tokens(), None)
+                .unwrap_or(policy.classes.len());
+            if let Some(x) = ttft(r) {
+                timings[k][0].push(x);
+            }
+            if let Some(x) = e2e(r) {
+                timings[k][1].push(x);
+            }
+        }
         for k in 0..buckets {
             let rows: Vec<&RunGoodput> = per_run.iter().map(|r| &r[k]).collect();
             let cohort: u64 = rows.iter().map(|g| g.cohort).sum();
@@ -120,6 +140,8 @@ pub(super) fn envelope(
                 good_share_repeats: repeat_summary(&shares),
                 good: rows.iter().map(|g| g.good).sum(),
                 cohort,
+                ttft_ms: percentiles(&mut timings[k][0]),
+                e2e_ms: percentiles(&mut timings[k][1]),
                 slo_only: rows.iter().any(|g| g.slo_only),
                 cost_per_good_response: cost,
             });

@@ -537,6 +537,14 @@ pub struct AnalysisBody {
     pub cells: Vec<CellAnalysis>,
     /// B0 against its own second pass; absent without a second B0 pass.
     pub noise_floor: Option<NoiseFloor>,
+    /// The policy's target load and envelope bar, as the envelope was read against them (for
+    /// charts that mark them); absent when the policy declares none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub target_offered_load_rps: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub min_good_share: Option<f64>,
 }
 
 fn counts(cell: &CellInput, scored: bool) -> RequestCounts {
@@ -788,6 +796,8 @@ pub fn analyze(policy: &Policy, input: &StudyInput) -> AnalysisBody {
         classes,
         cells,
         noise_floor,
+        target_offered_load_rps: policy.target_offered_load_rps,
+        min_good_share: policy.envelope.as_ref().map(|e| e.min_good_share),
     }
 }
 

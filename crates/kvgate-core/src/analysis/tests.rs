@@ -2080,3 +2080,31 @@ fn client_delay_and_engine_token_time_are_per_class_and_never_invented() {
         (0, None)
     );
 }
+
+/// Latency against load: each point's percentiles are its own runs' `ok` requests only, never
+/// pooled with another rate's; the policy's target load and bar travel with the analysis.
+#[test]
+fn each_envelope_point_has_the_latency_of_its_own_runs() {
+    let mut p = envelope_policy(0.9);
+    p.target_offered_load_rps = Some(2.0);
+    let mut slow = at_rate(2, 2.0, 5);
+    slow.requests[9].status = Error; // a late one, failed: no latency
+    let a = analyze(
+        &p,
+        &runs_only(vec![cell(
+            "B0",
+            TestCell::B0,
+            vec![at_rate(1, 1.0, 10), slow],
+        )]),
+    );
+    let pts = points_of(&a.cells[0], "short");
+    assert_eq!((pts[0].ttft_ms.count, pts[0].ttft_ms.p50), (10, Some(10.0)));
+    assert_eq!(pts[0].e2e_ms.p99, Some(50.0));
+    // 5 requests at 10 ms and 4 at 510 ms: the median is the fifth, 10 ms; p90 interpolates.
+    assert_eq!((pts[1].ttft_ms.count, pts[1].ttft_ms.p50), (9, Some(10.0)));
+    assert_eq!(pts[1].ttft_ms.p90, Some(510.0));
+    assert_eq!(
+        (a.target_offered_load_rps, a.min_good_share),
+        (Some(2.0), Some(0.9))
+    );
+}
