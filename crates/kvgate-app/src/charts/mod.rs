@@ -1,7 +1,7 @@
 //! The charts of a study's analysis as standalone SVG documents, drawn here once for the Results
 //! screen, the files it exports and the architecture-review packet: the paired Δ forest plot,
-//! useful goodput, latency percentiles, a class's latency distribution, and capacity against
-//! the accepted share. They share one tick rule, one palette, one legend and readable type
+//! useful goodput, latency percentiles, a class's latency distribution, capacity against the
+//! accepted share, and each class's operating envelope against offered load. They share one tick rule, one palette, one legend and readable type
 //! (nothing below 11 px); each names its data's provenance inside the image, and every text from
 //! the study is escaped.
 //!
@@ -12,6 +12,7 @@
 mod axis;
 mod capacity;
 mod cdf;
+mod envelope;
 mod forest;
 mod goodput;
 mod latency;
@@ -90,6 +91,20 @@ impl CapacityAxis {
     pub const ALL: [CapacityAxis; 2] = [CapacityAxis::EngineKvTokens, CapacityAxis::RunningMax];
 }
 
+/// Which figure an envelope chart puts against offered load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum EnvelopeMetric {
+    /// Useful goodput with its 95% repeat interval.
+    Goodput,
+    /// Good ÷ cohort against the policy's envelope bar.
+    GoodShare,
+    TtftP90,
+    E2eP90,
+    /// Cost per accepted, SLO-compliant response.
+    Cost,
+}
+
 /// What to draw.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 #[serde(tag = "chart", rename_all = "snake_case")]
@@ -109,6 +124,12 @@ pub enum ChartSpec {
     Cdf { class: String, metric: CdfMetric },
     /// A capacity figure against the accepted share of offered requests, one point per cell.
     Capacity { axis: CapacityAxis },
+    /// One figure of one class's operating envelope against offered load, one line per cell,
+    /// the knees and the target load marked.
+    Envelope {
+        class: String,
+        metric: EnvelopeMetric,
+    },
 }
 
 /// One drawn mark in words: what a reader who does not see the chart needs.
@@ -168,6 +189,9 @@ pub struct StudyCharts {
     pub cdf: Vec<Chart>,
     /// One per capacity figure.
     pub capacity: Vec<Chart>,
+    /// One per policy class and envelope figure; empty when no cell was measured at an offered
+    /// rate (nothing to put on the axis).
+    pub envelope: Vec<Chart>,
 }
 
 /// What a chart module returns: its drawing and what it says in words; [`render`] frames it
@@ -230,6 +254,7 @@ pub fn render(a: &StudyAnalysis, spec: &ChartSpec) -> Chart {
         ChartSpec::Latency { metric } => latency::draw(a, *metric),
         ChartSpec::Cdf { class, metric } => cdf::draw(a, class, *metric),
         ChartSpec::Capacity { axis } => capacity::draw(a, *axis),
+        ChartSpec::Envelope { class, metric } => envelope::draw(a, class, *metric),
     };
     let desc = description(a, &d.note, &d.marks, &d.not_drawn);
     let svg = svg::document(
@@ -298,13 +323,34 @@ pub fn study_charts(a: &StudyAnalysis) -> StudyCharts {
         capacity: CapacityAxis::ALL
             .map(|axis| render(a, &ChartSpec::Capacity { axis }))
             .to_vec(),
+        envelope: envelope_specs(a, &EnvelopeMetric::ALL)
+            .iter()
+            .map(|spec| render(a, spec))
+            .collect(),
     }
 }
 
+/// The envelope charts of `metrics` for every policy class some valid cell has a point of at an
+/// offered rate.
+fn envelope_specs(a: &StudyAnalysis, metrics: &[EnvelopeMetric]) -> Vec<ChartSpec> {
+    a.body
+        .classes
+        .iter()
+        .filter(|class| envelope::has_rates(a, class))
+        .flat_map(|class| {
+            metrics.iter().map(|&metric| ChartSpec::Envelope {
+                class: class.clone(),
+                metric,
+            })
+        })
+        .collect()
+}
+
 /// The charts of the packet, with their file names: the paired Δ of every candidate, useful
-/// goodput, and end-to-end latency, drawn as the window draws them.
+/// goodput, end-to-end latency, and per class the envelope's goodput and cost against offered
+/// load (when a cell has an offered rate), drawn as the window draws them.
 pub fn packet_charts(a: &StudyAnalysis) -> Vec<(String, Chart)> {
-    [
+    let mut specs = vec![
         ChartSpec::Forest {
             cell: None,
             marginals: false,
@@ -313,13 +359,18 @@ pub fn packet_charts(a: &StudyAnalysis) -> Vec<(String, Chart)> {
         ChartSpec::Latency {
             metric: LatencyMetric::E2e,
         },
-    ]
-    .iter()
-    .map(|spec| {
-        let chart = render(a, spec);
-        (format!("charts/{}.svg", chart.id), chart)
-    })
-    .collect()
+    ];
+    specs.extend(envelope_specs(
+        a,
+        &[EnvelopeMetric::Goodput, EnvelopeMetric::Cost],
+    ));
+    specs
+        .iter()
+        .map(|spec| {
+            let chart = render(a, spec);
+            (format!("charts/{}.svg", chart.id), chart)
+        })
+        .collect()
 }
 
 #[cfg(test)]

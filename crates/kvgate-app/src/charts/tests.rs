@@ -454,3 +454,118 @@ fn a_png_draws_nothing_from_outside_its_document() {
         Err(raster::RasterError::Svg(_))
     ));
 }
+
+/// An envelope point of class `short` as the analysis gives it.
+fn point(rate: Option<f64>, share: f64, cost: Option<f64>) -> serde_json::Value {
+    let offered = match rate {
+        Some(r) => json!({"kind": "rate", "per_s": r}),
+        None => json!({"kind": "unbounded"}),
+    };
+    json!({
+        "offered_rps": rate, "offered": offered, "admission_limit": 1, "class": "short",
+        "repeats": 2, "runs": [1, 2],
+        "goodput_per_s": {"n": 2, "mean": share / 10.0, "sd": 0.001,
+                          "ci_low": share / 10.0 - 0.002, "ci_high": share / 10.0 + 0.002},
+        "good_share": share,
+        "good_share_repeats": {"n": 2, "mean": share, "sd": 0.01, "ci_low": share - 0.05, "ci_high": share + 0.05},
+        "good": (share * 20.0).round() as u64, "cohort": 20, "slo_only": false,
+        "ttft_ms": {"p50": 900.0, "p90": 1500.0, "p99": 1800.0, "count": 20},
+        "e2e_ms": {"p50": 9000.0, "p90": 15000.0, "p99": 18000.0, "count": 20},
+        "cost_per_good_response": cost
+    })
+}
+
+fn envelope_study() -> StudyAnalysis {
+    analysis(json!({
+        "target_offered_load_rps": 0.08,
+        "min_good_share": 0.1,
+        "cells": [
+            cell("B0", json!({
+                "envelope": [point(Some(0.02), 0.083, Some(0.0084)), point(Some(0.08), 0.243, Some(0.0015)),
+                             point(None, 0.5, None)],
+                "knee_rps": 0.08})),
+            cell("C1", json!({
+                "envelope": [point(Some(0.02), 0.167, None), point(Some(0.08), 0.243, Some(0.0015))]})),
+            invalid_cell("C9"),
+        ]
+    }))
+}
+
+/// The envelope charts put each cell's points at their offered rate, mark the knee, the target
+/// and the bar, leave a rateless point and an invalid cell out with the reason, and break the
+/// line at an absent figure instead of drawing it at 0.
+#[test]
+fn the_envelope_draws_each_cell_against_offered_load_with_its_knee_the_target_and_the_bar() {
+    let a = envelope_study();
+    let charts = study_charts(&a);
+    let ids: Vec<&str> = charts.envelope.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "envelope-short-goodput",
+            "envelope-short-good-share",
+            "envelope-short-ttft-p90",
+            "envelope-short-e2e-p90",
+            "envelope-short-cost",
+        ],
+        "no chart of class long: no cell has a point of it"
+    );
+    let goodput = &charts.envelope[0];
+    assert_eq!(
+        goodput.marks[0].text,
+        "B0 · short at 0.0200 req/s: 0.00830 good/s, 95% repeat interval [0.00630 good/s, 0.0103 good/s], 2 of 20 good over 2 run(s)"
+    );
+    assert!(goodput
+        .marks
+        .iter()
+        .any(|m| m.text == "knee B0 0.0800 req/s"));
+    assert!(goodput.svg.contains(">target 0.0800 req/s</text>"));
+    let why: Vec<(&str, &str)> = goodput
+        .not_drawn
+        .iter()
+        .map(|n| (n.cell.as_str(), n.why.as_str()))
+        .collect();
+    assert_eq!(why[0].0, "B0");
+    assert!(
+        why[0].1.starts_with("1 point(s) without an offered rate"),
+        "{why:?}"
+    );
+    assert_eq!(why[1], ("C9", "invalid — no score"));
+    // Three drawn points of B0 and C1 (not the rateless one) and one knee.
+    assert_eq!(goodput.marks.len(), 5);
+    let share = &charts.envelope[1];
+    assert!(share.svg.contains(">bar 10.0%</text>"));
+    // C1's cost at 0.02 req/s is absent: written, and its line has no segment through it.
+    let cost = &charts.envelope[4];
+    let c1 = cost.marks.iter().find(|m| m.cell == "C1").unwrap();
+    assert!(c1.text.contains("0.0200 req/s: absent"), "{}", c1.text);
+    assert!(cost.svg.contains(">absent</text>"));
+    // Readable, titled and labelled like every chart.
+    for c in &charts.envelope {
+        assert!(c.svg.contains(">Data: synthetic demo</text>"), "{}", c.id);
+        for size in c.svg.split("font-size=\"").skip(1) {
+            let px: f64 = size.split('"').next().unwrap().parse().unwrap();
+            assert!(px >= 11.0, "{}: text at {px} px", c.id);
+        }
+    }
+    // The packet carries the goodput and cost envelopes of every class with points.
+    let packet: Vec<String> = packet_charts(&a).into_iter().map(|(f, _)| f).collect();
+    assert_eq!(
+        packet[3..],
+        [
+            "charts/envelope-short-goodput.svg",
+            "charts/envelope-short-cost.svg"
+        ]
+    );
+}
+
+/// Without a point at an offered rate there is no envelope chart at all, in the window or the
+/// packet.
+#[test]
+fn no_offered_rate_no_envelope_chart() {
+    let a = analysis(json!({}));
+    assert!(study_charts(&a).envelope.is_empty());
+    assert!(!packet_charts(&a)
+        .iter()
+        .any(|(f, _)| f.contains("envelope")));
+}

@@ -46,4 +46,9 @@ classes: Array<string>, cells: Array<CellAnalysis>,
 /**
  * B0 against its own second pass; absent without a second B0 pass.
  */
-noise_floor: NoiseFloor | null, };
+noise_floor: NoiseFloor | null, 
+/**
+ * The policy's target load and envelope bar, as the envelope was read against them (for
+ * charts that mark them); absent when the policy declares none.
+ */
+target_offered_load_rps?: number, min_good_share?: number, };

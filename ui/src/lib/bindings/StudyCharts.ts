@@ -21,4 +21,9 @@ cdf: Array<Chart>,
 /**
  * One per capacity figure.
  */
-capacity: Array<Chart>, };
+capacity: Array<Chart>, 
+/**
+ * One per policy class and envelope figure; empty when no cell was measured at an offered
+ * rate (nothing to put on the axis).
+ */
+envelope: Array<Chart>, };

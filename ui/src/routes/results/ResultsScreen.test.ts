@@ -78,7 +78,7 @@ describe('Results screen', () => {
       expect(within(card).getByTestId('cell-provenance').textContent).toBe('synthetic demo');
     }
     const images = document.querySelectorAll('img');
-    expect(images.length).toBe(5);
+    expect(images.length).toBe(6);
     for (const img of images) expect(decodeURIComponent(img.src)).toContain('Data: synthetic demo');
   });
 
@@ -213,6 +213,26 @@ describe('Results screen', () => {
     expect((within(cdf).getByTestId('chart-latency-cdf-image') as HTMLImageElement).alt).toBe('Chart latency-cdf-long-ttft');
   });
 
+  it('draws the envelope of the chosen class and figure', async () => {
+    ipcMock.studyResults.mockResolvedValue(resultsOf());
+    setup();
+    await screen.findByTestId('results-header');
+    const envelope = screen.getByTestId('chart-envelope');
+    const metric = within(envelope).getByTestId('chart-envelope-metric') as HTMLSelectElement;
+    expect([...metric.options].map((o) => o.textContent)).toEqual(['goodput', 'good share', 'ttft p90', 'e2e p90', 'cost']);
+    expect(within(envelope).getByTestId('envelope-point').textContent).toBe('B0 · short at 2.00 req/s: goodput');
+    await fireEvent.change(metric, { target: { value: '4' } });
+    expect(within(envelope).getByTestId('envelope-point').textContent).toBe('B0 · short at 2.00 req/s: cost');
+    expect((within(envelope).getByTestId('chart-envelope-image') as HTMLImageElement).alt).toBe('Chart envelope-short-cost');
+  });
+
+  it('shows no envelope frame when no cell was measured at an offered rate', async () => {
+    ipcMock.studyResults.mockResolvedValue(resultsOf({}, { envelope: [] }));
+    setup();
+    await screen.findByTestId('results-header');
+    expect(screen.queryByTestId('chart-envelope')).toBeNull();
+  });
+
   it('saves a chart through the backend, as the chart shown, and shows where it went', async () => {
     ipcMock.studyResults.mockResolvedValue(resultsOf());
     const path = '/home/owner/charts/fp8-kv-demo_goodput.svg';
@@ -294,6 +314,8 @@ describe('Results screen', () => {
       good: Math.round(share * 20),
       cohort: 20,
       slo_only: false,
+      ttft_ms: { p50: 100, p90: 150, p99: 200, count: 20 },
+      e2e_ms: { p50: 900, p90: 1500, p99: 2000, count: 20 },
       cost_per_good_response: cost,
     });
     const b0 = cell('B0', { envelope: [point(1, 1, 0.0012345), point(2, 0.55, null)], knee_rps: 1 });

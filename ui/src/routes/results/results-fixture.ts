@@ -300,6 +300,12 @@ export function charts(patch: Partial<StudyCharts> = {}): StudyCharts {
         marks: [mark('B0', 'B0: 100,000'), mark('C1', 'C1: 200,000')],
       }),
     ),
+    envelope: (['goodput', 'good_share', 'ttft_p90', 'e2e_p90', 'cost'] as const).map((metric) =>
+      chart(`envelope-short-${metric.replace('_', '-')}`, { chart: 'envelope', class: 'short', metric }, {
+        choice: metric.replace('_', ' '),
+        marks: [mark('B0', `B0 · short at 2.00 req/s: ${metric}`, { class: 'short' })],
+      }),
+    ),
     ...patch,
   };
 }
