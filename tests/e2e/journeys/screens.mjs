@@ -128,9 +128,9 @@ export const journeys = [
       assert(
         JSON.stringify(classes) ===
           JSON.stringify([
-            ['short', '799 tokens', 'every route', '30.0 s', '250 ms', '1 min 00 s'],
-            ['medium', '1,299 tokens', 'every route', '1 min 00 s', '250 ms', '1 min 30 s'],
-            ['long', '2,047 tokens', 'every route', '2 min 00 s', '250 ms', '3 min 00 s'],
+            ['short', '799 tokens', 'every route', '30.0 s', '250 ms', '1 min 00 s', '1.0%', '95.0%'],
+            ['medium', '1,299 tokens', 'every route', '1 min 00 s', '250 ms', '1 min 30 s', 'not declared', 'not declared'],
+            ['long', '2,047 tokens', 'every route', '2 min 00 s', '250 ms', '3 min 00 s', 'not declared', 'not declared'],
           ]),
         `classes and SLOs: ${JSON.stringify(classes)}`,
       );
@@ -223,6 +223,25 @@ export const journeys = [
       await go(s, 'results');
       await s.waitFor('[data-testid="cell-card"]', { timeoutMs: 60000 });
       await check(ctx, s, 'results', found);
+      // The recorded sweep's envelope against offered load, and the short class's contracts.
+      await s.waitFor('[data-testid="chart-envelope"]');
+      const figures = await s.script(
+        'return [...document.querySelectorAll(\'[data-testid="chart-envelope-metric"] option\')].map((o) => o.textContent);',
+      );
+      assert(
+        JSON.stringify(figures) === JSON.stringify(['useful goodput', 'good share', 'TTFT p90', 'end-to-end p90', 'cost per good response']),
+        `envelope figures: ${JSON.stringify(figures)}`,
+      );
+      await check(ctx, s, 'results-envelope', found, 'chart-envelope');
+      const contracts = await s.script(
+        'return [...document.querySelectorAll(\'[data-testid="contract-row"]\')].map((r) => r.dataset.kind + " " + r.dataset.passes);',
+      );
+      assert(
+        JSON.stringify(contracts) ===
+          JSON.stringify(['max_error_rate true', 'min_completion_rate true', 'max_error_rate true', 'min_completion_rate true']),
+        `contracts of B0 and Q8: ${JSON.stringify(contracts)}`,
+      );
+      await check(ctx, s, 'results-contracts', found, 'cell-contracts');
 
       await go(s, 'review');
       await s.waitFor('[data-testid="review-count-disagreements"]', { timeoutMs: 30000 });
