@@ -382,6 +382,26 @@ pub fn render(r: &ReportInput<'_>) -> String {
         );
     }
     h.push_str("</table>\n<p>Latency percentiles per class: <code>results/latency.csv</code>; goodput per class with every kind of miss: <code>results/goodput.csv</code>.</p>\n");
+    let contracts: Vec<_> = a
+        .body
+        .cells
+        .iter()
+        .flat_map(|c| c.contracts.iter().map(move |k| (&c.cell, k)))
+        .collect();
+    if !contracts.is_empty() {
+        h.push_str("<h3 id=\"contracts\">Error and completion contracts</h3>\n<ul>\n");
+        for (cell, k) in contracts {
+            let broken = k.passes == Some(false);
+            let _ = writeln!(
+                h,
+                "<li{}>{}: {}</li>",
+                if broken { " class=\"void\"" } else { "" },
+                escape(cell),
+                escape(&k.describe())
+            );
+        }
+        h.push_str("</ul>\n");
+    }
 
     // Recovery.
     h.push_str("<h2 id=\"recovery\">Recovery plan</h2>\n");

@@ -413,3 +413,37 @@ async fn only_a_verified_packet_s_report_is_given_to_the_browser() {
     let err = app.packet_report_file(dir.path().join("packet-reports").as_path());
     assert!(err.unwrap_err().message.contains("not a packet: "));
 }
+
+/// The seeded demo's packet carries its recorded sweep as the envelope's goodput and cost
+/// against offered load, and its report lists the short class's contracts as checked.
+#[tokio::test]
+async fn the_demo_packet_carries_the_envelope_charts_and_the_class_contracts() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = App::open(kvgate_app::DbLocation::Path(dir.path().join("demo.sqlite")))
+        .await
+        .unwrap();
+    let demo = app.open_demo().await.unwrap();
+    let out = dir.path().join("packet");
+    let e = app
+        .export_packet(export(demo.id, &out, false))
+        .await
+        .unwrap();
+    let paths: BTreeSet<&str> = e.files.iter().map(|f| f.path.as_str()).collect();
+    for chart in [
+        "charts/envelope-short-goodput.svg",
+        "charts/envelope-short-cost.svg",
+    ] {
+        assert!(paths.contains(chart), "{chart} missing from {paths:?}");
+    }
+    let svg = std::fs::read_to_string(out.join("charts/envelope-short-goodput.svg")).unwrap();
+    assert!(svg.contains("knee B0 0.0800 req/s"), "the knee is marked");
+    assert!(
+        svg.contains("target 0.0200 req/s"),
+        "the target load is marked"
+    );
+    let report = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(
+        report.contains("Q8: completion rate of class `short`: 100.0% (12 of 12) meets the contract of at least 95.0%"),
+        "the contracts are listed"
+    );
+}
