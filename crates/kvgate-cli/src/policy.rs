@@ -238,11 +238,14 @@ pub async fn analyze(app: &App, args: AnalyzeArgs) -> Result<Outcome, AppError> 
                 |r| display::rate(Some(r), "req/s"),
             );
             println!(
-                "  envelope {point} {}: good {} of {} ({}), goodput {} over {} run(s){}{}",
+                "  envelope {point} {}: good {} of {} ({}), within TTFT/ITL/e2e SLO {}/{}/{}, goodput {} over {} run(s){}{}",
                 e.class,
                 e.good,
                 e.cohort,
                 display::share(e.good_share),
+                display::share(e.slo_share.ttft),
+                display::share(e.slo_share.itl),
+                display::share(e.slo_share.e2e),
                 display::rate(e.goodput_per_s.mean, "good/s"),
                 e.repeats,
                 if e.slo_only { " (SLO-only)" } else { "" },

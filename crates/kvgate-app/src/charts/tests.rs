@@ -469,6 +469,7 @@ fn point(rate: Option<f64>, share: f64, cost: Option<f64>) -> serde_json::Value 
         "good_share": share,
         "good_share_repeats": {"n": 2, "mean": share, "sd": 0.01, "ci_low": share - 0.05, "ci_high": share + 0.05},
         "good": (share * 20.0).round() as u64, "cohort": 20, "slo_only": false,
+        "slo_share": {"ttft": share, "itl": null, "e2e": 1.0},
         "ttft_ms": {"p50": 900.0, "p90": 1500.0, "p99": 1800.0, "count": 20},
         "e2e_ms": {"p50": 9000.0, "p90": 15000.0, "p99": 18000.0, "count": 20},
         "cost_per_good_response": cost

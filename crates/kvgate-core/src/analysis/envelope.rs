@@ -34,6 +34,10 @@ pub struct EnvelopePoint {
     /// Good requests and cohort over the runs, as counted.
     pub good: u64,
     pub cohort: u64,
+    /// The share of the cohort that ended `ok` within each SLO of the class, over the runs at
+    /// the point (met ÷ cohort); absent for an SLO the class does not declare or without a
+    /// request of the class.
+    pub slo_share: SloShare,
     /// Latency of the class's `ok` requests over the runs at the point (every measured one, as
     /// in the cell's latency table): latency against load.
     pub ttft_ms: Percentiles,
@@ -44,6 +48,14 @@ pub struct EnvelopePoint {
     /// the policy's cost rate × the cell's instances ÷ the point's good responses of every
     /// class together; absent without a declared rate or with nothing good, never 0.
     pub cost_per_good_response: Option<f64>,
+}
+
+/// The share of a point's cohort within each SLO of its class.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
+pub struct SloShare {
+    pub ttft: Option<f64>,
+    pub itl: Option<f64>,
+    pub e2e: Option<f64>,
 }
 
 /// Instances a cell's manifest serves on: its GPU count, 1 when it names none.
@@ -127,6 +139,16 @@ pub(super) fn envelope(
                 .map(|g| g.good as f64 / g.cohort as f64)
                 .collect();
             let per_s: Vec<f64> = rows.iter().map(|g| g.per_s).collect();
+            let slo = policy.classes.get(k).map(|c| &c.slo);
+            let share = |declared: bool, met: fn(&SloMet) -> u64| {
+                let met: u64 = rows.iter().map(|g| met(&g.slo_met)).sum();
+                (declared && cohort > 0).then(|| met as f64 / cohort as f64)
+            };
+            let slo_share = SloShare {
+                ttft: share(slo.is_some_and(|s| s.ttft_ms.is_some()), |m| m.ttft),
+                itl: share(slo.is_some_and(|s| s.itl_ms.is_some()), |m| m.itl),
+                e2e: share(slo.is_some_and(|s| s.e2e_ms.is_some()), |m| m.e2e),
+            };
             out.push(EnvelopePoint {
                 offered_rps: rate_of(&p.point.offered),
                 offered: p.point.offered.clone(),
@@ -140,6 +162,7 @@ pub(super) fn envelope(
                 good_share_repeats: repeat_summary(&shares),
                 good: rows.iter().map(|g| g.good).sum(),
                 cohort,
+                slo_share,
                 ttft_ms: percentiles(&mut timings[k][0]),
                 e2e_ms: percentiles(&mut timings[k][1]),
                 slo_only: rows.iter().any(|g| g.slo_only),

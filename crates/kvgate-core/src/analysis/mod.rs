@@ -59,7 +59,7 @@ mod points;
 
 pub use contracts::{ContractCheck, ContractKind};
 use decide::decide;
-pub use envelope::EnvelopePoint;
+pub use envelope::{EnvelopePoint, SloShare};
 use goodput::goodput;
 use latency::{class_name, latency};
 pub use pairs::{adjudicated_paired, reading_order};
@@ -279,6 +279,21 @@ pub struct RunGoodput {
     pub itl_not_applicable: u64,
     /// The run had no verdicts: goodput counts SLOs only, not answer quality.
     pub slo_only: bool,
+    /// Cohort requests that ended `ok` within each SLO of their class, whatever their verdict
+    /// or finish time: the share meeting each SLO, read by the envelope.
+    #[serde(skip)]
+    #[ts(skip)]
+    #[schemars(skip)]
+    pub slo_met: SloMet,
+}
+
+/// Cohort requests that ended `ok` within one SLO of their class (ITL: also those with at most
+/// one output token, where it does not apply).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SloMet {
+    pub ttft: u64,
+    pub itl: u64,
+    pub e2e: u64,
 }
 
 /// Useful goodput of one class of one cell over its runs.

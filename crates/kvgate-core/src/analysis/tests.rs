@@ -2108,3 +2108,71 @@ fn each_envelope_point_has_the_latency_of_its_own_runs() {
         (Some(2.0), Some(0.9))
     );
 }
+
+/// The share of a point's cohort within each SLO, whatever the verdict or the drain: a rejected
+/// answer can still meet its TTFT; an ITL that does not apply (one output token) is met; an
+/// error meets none; a late request misses end-to-end but may meet TTFT.
+#[test]
+fn the_envelope_gives_the_share_of_the_cohort_within_each_slo() {
+    let mut r = at_rate(1, 1.0, 0);
+    r.requests = vec![
+        req(
+            0.0,
+            Done,
+            Some(0.0),
+            Some(50.0),
+            Some(500.0),
+            10,
+            46,
+            Some(true),
+        ),
+        req(
+            100.0,
+            Done,
+            Some(100.0),
+            Some(150.0),
+            Some(600.0),
+            10,
+            2,
+            Some(false),
+        ),
+        req(
+            200.0,
+            Done,
+            Some(200.0),
+            Some(350.0),
+            Some(700.0),
+            10,
+            1,
+            Some(true),
+        ),
+        req(300.0, Error, Some(300.0), None, None, 10, 0, None),
+        req(
+            400.0,
+            Done,
+            Some(400.0),
+            Some(450.0),
+            Some(20_400.0),
+            10,
+            5,
+            Some(true),
+        ),
+    ];
+    let a = analyze(
+        &envelope_policy(0.5),
+        &runs_only(vec![cell("B0", TestCell::B0, vec![r])]),
+    );
+    let p = points_of(&a.cells[0], "short")[0];
+    assert_eq!(p.cohort, 5);
+    assert_eq!(p.slo_share.ttft, Some(0.6));
+    assert_eq!(p.slo_share.itl, Some(0.4));
+    assert_eq!(p.slo_share.e2e, Some(0.6));
+    // A class that declares no ITL SLO has no share for it, not 0 and not 1.
+    let mut policy = envelope_policy(0.5);
+    policy.classes[0].slo.itl_ms = None;
+    let a = analyze(
+        &policy,
+        &runs_only(vec![cell("B0", TestCell::B0, vec![at_rate(1, 1.0, 10)])]),
+    );
+    assert_eq!(points_of(&a.cells[0], "short")[0].slo_share.itl, None);
+}

@@ -2,6 +2,7 @@
 import type { OfferedLoad } from "./OfferedLoad";
 import type { Percentiles } from "./Percentiles";
 import type { RepeatSummary } from "./RepeatSummary";
+import type { SloShare } from "./SloShare";
 
 /**
  * One class of one cell at one operating point.
@@ -39,6 +40,12 @@ good_share_repeats: RepeatSummary,
  * Good requests and cohort over the runs, as counted.
  */
 good: number, cohort: number, 
+/**
+ * The share of the cohort that ended `ok` within each SLO of the class, over the runs at
+ * the point (met ÷ cohort); absent for an SLO the class does not declare or without a
+ * request of the class.
+ */
+slo_share: SloShare, 
 /**
  * Latency of the class's `ok` requests over the runs at the point (every measured one, as
  * in the cell's latency table): latency against load.

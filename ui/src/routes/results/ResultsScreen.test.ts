@@ -314,6 +314,7 @@ describe('Results screen', () => {
       good: Math.round(share * 20),
       cohort: 20,
       slo_only: false,
+      slo_share: { ttft: share, itl: null, e2e: 1 },
       ttft_ms: { p50: 100, p90: 150, p99: 200, count: 20 },
       e2e_ms: { p50: 900, p90: 1500, p99: 2000, count: 20 },
       cost_per_good_response: cost,
@@ -330,7 +331,17 @@ describe('Results screen', () => {
     const rows = within(b0Card).getAllByTestId('envelope-row');
     expect(rows.map((r) => r.dataset['rate'])).toEqual(['1', '2']);
     const cells = [...rows[0]!.querySelectorAll('td, th')].map((c) => c.textContent?.trim());
-    expect(cells).toEqual(['1 req/s offered', 'short', '2', '20 / 20', '100.0%', '1.00 ± 0.0500', '[0.900, 1.10]', '0.00123']);
+    expect(cells).toEqual([
+      '1 req/s offered',
+      'short',
+      '2',
+      '20 / 20',
+      '100.0%',
+      '100.0% · absent · 100.0%',
+      '1.00 ± 0.0500',
+      '[0.900, 1.10]',
+      '0.00123',
+    ]);
     expect(rows[1]!.lastElementChild?.textContent).toBe('absent');
     // A cell measured by one closed-loop pass only has no envelope to show.
     const c1Card = cards.find((c) => c.dataset['cell'] === 'C1')!;
