@@ -29,6 +29,10 @@
 //! 8. **KV capacity**: when the evidence states it, the engine must hold at least one sequence of
 //!    `context_limit` tokens (llama.cpp cells, vLLM tokens). Capacity absent from the evidence is
 //!    a missing measurement, not a problem.
+//! 9. **admission limit**: when the evidence states how many sequences the engine admits
+//!    (llama.cpp `n_seq_max`, its slots; vLLM's non-default `max_num_seqs`), it must be the
+//!    manifest's `scheduler.max_num_seqs`: cells are compared at equal admission limits, and the
+//!    limit compared is the one that ran. Silence (vLLM's default) is not a problem.
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -75,6 +79,11 @@ pub struct ObservedEngine {
     /// llama.cpp KV cells (token positions).
     #[serde(default)]
     pub kv_cells: Option<u64>,
+    /// The sequences the engine admits at once (llama.cpp slots, vLLM `max_num_seqs`); left out
+    /// of the evidence's JSON when unstated, so evidence read before it keeps its digest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub max_sequences: Option<u32>,
     /// The evidence says the engine did not start (quoted with its line): never valid.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
@@ -100,6 +109,7 @@ impl ObservedEngine {
             && self.kv_cache_mib.is_none()
             && self.kv_cache_tokens.is_none()
             && self.kv_cells.is_none()
+            && self.max_sequences.is_none()
             && self.startup_failure.is_none()
             && self.conflicts.is_empty()
     }
@@ -170,6 +180,13 @@ impl ObservedEngine {
             "kv_cells",
             &mut self.kv_cells,
             other.kv_cells,
+            |a, b| a == b,
+            &mut conflicts,
+        );
+        merge_field(
+            "max_sequences",
+            &mut self.max_sequences,
+            other.max_sequences,
             |a, b| a == b,
             &mut conflicts,
         );
@@ -313,6 +330,7 @@ pub fn check_compatibility(manifest: &Manifest, observed: Option<&ObservedEngine
                 check_scales(manifest, o, &mut problems);
                 check_skipped_layers(manifest, o, &mut problems);
                 check_capacity(manifest, o, &mut problems);
+                check_admission_limit(manifest, o, &mut problems);
             }
         }
     }
@@ -665,6 +683,20 @@ fn check_capacity(m: &Manifest, o: &ObservedEngine, problems: &mut Vec<CompatPro
     }
 }
 
+fn check_admission_limit(m: &Manifest, o: &ObservedEngine, problems: &mut Vec<CompatProblem>) {
+    if let Some(ran) = o.max_sequences {
+        let frozen = m.scheduler.max_num_seqs;
+        if ran != frozen {
+            problems.push(CompatProblem::new(
+                "scheduler.max_num_seqs",
+                format!("{frozen} sequences admitted at once"),
+                format!("{ran}"),
+                "the engine ran at another admission limit than the manifest froze: cells are compared at the limit that ran",
+            ));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -880,6 +912,42 @@ mod tests {
         small.kv_cells = None;
         small.kv_cache_mib = None;
         assert!(check_compatibility(&b0, Some(&small)).valid);
+    }
+
+    /// The admission limit that ran must be the frozen one; a log that does not state it (vLLM's
+    /// default) is no problem, and two pieces of evidence that disagree on it are.
+    #[test]
+    fn the_admission_limit_that_ran_must_be_the_frozen_one() {
+        let m = load(SMOL_B0_JSON);
+        assert_eq!(m.scheduler.max_num_seqs, 1);
+        let mut o = llama("f16", 45.0);
+        o.max_sequences = Some(1);
+        assert!(check_compatibility(&m, Some(&o)).valid);
+        o.max_sequences = Some(4);
+        let v = check_compatibility(&m, Some(&o));
+        assert_eq!(fields(&v), ["scheduler.max_num_seqs"]);
+        assert_eq!(v.problems[0].found, "4");
+        o.max_sequences = None;
+        assert!(
+            check_compatibility(&m, Some(&o)).valid,
+            "silence is no problem"
+        );
+        let vllm = load(B0_JSON);
+        let mut bf16 = vllm_bf16();
+        bf16.max_sequences = Some(256);
+        assert_eq!(
+            fields(&check_compatibility(&vllm, Some(&bf16))),
+            ["scheduler.max_num_seqs"]
+        );
+        let one = ObservedEngine {
+            max_sequences: Some(1),
+            ..ObservedEngine::default()
+        };
+        let two = ObservedEngine {
+            max_sequences: Some(2),
+            ..ObservedEngine::default()
+        };
+        assert_eq!(one.merge(two).conflicts[0].field, "evidence.max_sequences");
     }
 
     #[test]

@@ -84,6 +84,11 @@ pub struct StartupEvidence {
     /// vLLM `Maximum concurrency for N tokens per request: X.XXx`: (tokens per request, factor).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_concurrency: Option<Found<(u64, f64)>>,
+    /// The sequences the engine admits at once: llama.cpp `llama_context: n_seq_max = N` (its
+    /// slots), vLLM `'max_num_seqs': N` among the `non-default args` (absent when left at the
+    /// default, which vLLM does not print).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_sequences: Option<Found<u32>>,
     /// Lines showing default scales (1.0) or uncalibrated q/prob scales: expected in a C1 run,
     /// drift in a C2 run.
     pub default_scale_lines: Vec<Found<String>>,
@@ -184,6 +189,16 @@ pub fn parse_startup_log(text: &str) -> StartupEvidence {
                     after(rest, "per request:").map(|r| leading_number(r.trim()).replace(',', ""));
                 if let (Ok(t), Some(Ok(f))) = (tokens.parse(), factor.map(|f| f.parse())) {
                     ev.max_concurrency.get_or_insert(at((t, f), line, trimmed));
+                }
+            }
+            let admits = after(trimmed, "llama_context: n_seq_max")
+                .map(|r| r.trim_start_matches([' ', '=']))
+                .or_else(|| {
+                    after(trimmed, "non-default args:").and_then(|r| after(r, "'max_num_seqs':"))
+                });
+            if let Some(rest) = admits {
+                if let Ok(n) = leading_number(rest.trim()).parse() {
+                    ev.max_sequences.get_or_insert(at(n, line, trimmed));
                 }
             }
             if let Some(kv) = parse_llama_kv_cache(trimmed) {
@@ -391,6 +406,10 @@ impl StartupEvidence {
         if let Some(f) = &self.flash_attention {
             o.flash_attention = Some(f.value);
             source("flash_attention", f.line);
+        }
+        if let Some(n) = &self.max_sequences {
+            o.max_sequences = Some(n.value);
+            source("max_sequences", n.line);
         }
         if let Some(kv) = &self.llama_kv_cache {
             o.k_cache_dtype = Some(kv.value.k_type.clone());
@@ -606,11 +625,13 @@ INFO 08-12 10:00:09 [kv_cache_utils.py:874] Maximum concurrency for 16,384 token
         assert_eq!(f16.kv_cache_tokens, None);
         assert_eq!(f16.skipped_layers, None);
         assert!(f16.default_scale_lines.is_empty());
+        assert_eq!(f16.max_sequences, Some(1), "one slot: n_seq_max");
         assert_eq!(
             f16.sources,
             [
                 "attention_backend: startup log line 140",
                 "flash_attention: startup log line 140",
+                "max_sequences: startup log line 134",
                 "k_cache_dtype, v_cache_dtype, kv_cache_mib, kv_cells: startup log line 150",
             ]
         );

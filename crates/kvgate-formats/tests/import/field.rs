@@ -598,6 +598,10 @@ fn vllm_akamaslabs(p: &ParsedImport) {
     assert_eq!(ev.model.as_ref().unwrap().value, "Qwen/Qwen3-8B-FP8");
     assert_eq!(ev.default_scale_lines.len(), 3);
     assert!(ev.startup_failure.is_none());
+    // The admission limit from vLLM's own non-default args, not the wrapper's config line.
+    let limit = ev.max_sequences.as_ref().unwrap();
+    assert_eq!(limit.value, 256);
+    assert!(limit.text.contains("non-default args:"), "{}", limit.text);
 }
 
 fn vllm_xpu(p: &ParsedImport) {
@@ -651,6 +655,7 @@ fn vllm_cpu_failed(p: &ParsedImport) {
     assert_eq!(failure.line, 38);
     assert!(failure.text.ends_with("EngineCore failed to start."));
     assert!(ev.attention_backend.is_none() && ev.kv_cache_tokens.is_none());
+    assert_eq!(ev.max_sequences.as_ref().unwrap().value, 4);
     let v = check_compatibility(&c1(), Some(&ev.observed()));
     assert!(!v.valid);
     let startup = v.problems.iter().find(|p| p.field == "startup").unwrap();

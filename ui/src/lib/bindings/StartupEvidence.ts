@@ -63,6 +63,12 @@ kv_cache_tokens?: Found<number>,
  */
 max_concurrency?: Found<[number, number]>, 
 /**
+ * The sequences the engine admits at once: llama.cpp `llama_context: n_seq_max = N` (its
+ * slots), vLLM `'max_num_seqs': N` among the `non-default args` (absent when left at the
+ * default, which vLLM does not print).
+ */
+max_sequences?: Found<number>, 
+/**
  * Lines showing default scales (1.0) or uncalibrated q/prob scales: expected in a C1 run,
  * drift in a C2 run.
  */
