@@ -182,6 +182,23 @@ EOF
 }
 check "both cells in one seeded, recorded order (kvgate run quality --cells)" series_ok
 
+slots_ok() { # slots_ok: `kvgate llm serve --slots 2` admits two sequences of 2048 tokens each, as its log says
+  local kg=(${KVGATE_BIN:-cargo run -q -p kvgate-cli --}) out="$dir/slots.ready" kp line
+  "${kg[@]}" --db "$dir/slots.sqlite" llm serve --kv f16 --slots 2 >"$out" 2>"$dir/slots.err" &
+  kp=$!
+  local deadline=$((SECONDS + READY_TIMEOUT + 60))
+  while [ ! -s "$out" ] && [ $SECONDS -lt $deadline ] && kill -0 "$kp" 2>/dev/null; do sleep 0.1; done
+  local log
+  log=$("$PY" -c 'import json,sys; r=json.loads(open(sys.argv[1]).readline()); assert r["slots"] == 2, r; print(r["log"])' "$out") \
+    || { cat "$dir/slots.err" >&2; kill -TERM "$kp" 2>/dev/null; wait "$kp" 2>/dev/null; return 1; }
+  kill -TERM "$kp" 2>/dev/null
+  wait "$kp" 2>/dev/null
+  line=$(grep -m1 'n_seq_max' "$log") || return 1
+  echo "  2 slots: ${line#* I }; $(grep -m1 -o 'n_slots = [0-9]*, n_ctx_slot = [0-9]*' "$log")"
+  [[ $line == *"n_seq_max"*"= 2" ]] && grep -q 'n_slots = 2, n_ctx_slot = 2048' "$log"
+}
+check "two slots of 2048 tokens each (kvgate llm serve --slots 2), n_seq_max in the log" slots_ok
+
 for kv in f16 q8_0; do
   stop_server "$kv"
   check "$kv server exits 0 on SIGTERM (rc=$stop_rc)" test "$stop_rc" = 0

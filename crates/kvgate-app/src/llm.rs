@@ -27,6 +27,10 @@ const LAUNCHER: &str = "scripts/llm_server.py";
 /// Loading the model and answering `/health`; the launcher itself gives up after 120 s.
 const READY_TIMEOUT: Duration = Duration::from_secs(180);
 const STOP_GRACE: Duration = Duration::from_secs(10);
+/// The context of one sequence (the manifests' `context_limit`), whatever the slots.
+const CONTEXT_PER_SLOT: u32 = 2048;
+/// More slots than this would not run on a small CPU machine.
+const MAX_SLOTS: u32 = 8;
 
 /// A local server started by this process.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, JsonSchema)]
@@ -36,6 +40,9 @@ pub struct LocalServer {
     pub kv: String,
     /// The server root, e.g. `http://127.0.0.1:41234`.
     pub url: String,
+    /// Sequences it admits at once (llama.cpp slots): its admission limit, which a cell's
+    /// manifest freezes as `scheduler.max_num_seqs`.
+    pub slots: u32,
     /// llama.cpp's startup log: the compatibility evidence of runs against this server.
     pub log_path: String,
     pub model_path: String,
@@ -106,14 +113,22 @@ fn signal(pid: u32, signal: libc::c_int) -> bool {
 }
 
 impl App {
-    /// Starts a llama.cpp server with the given KV-cache type on 127.0.0.1 (one thread, one
-    /// slot, context 2048) and waits until it answers `/health`. Its log goes to a new file
-    /// beside the workspace database.
+    /// Starts a llama.cpp server with the given KV-cache type on 127.0.0.1 (one thread; `slots`
+    /// sequences at once, 1 unless given, each with a context of 2048) and waits until it
+    /// answers `/health`. Its log goes to a new file beside the workspace database.
     pub async fn start_local_server(
         &self,
         kv: &str,
         port: Option<u16>,
+        slots: Option<u32>,
     ) -> Result<LocalServer, AppError> {
+        let slots = slots.unwrap_or(1);
+        if !(1..=MAX_SLOTS).contains(&slots) {
+            return Err(AppError::new(
+                ErrorCode::InvalidInput,
+                format!("slots: expected 1 to {MAX_SLOTS} sequences at once, found {slots}"),
+            ));
+        }
         if !LOCAL_KV_TYPES.contains(&kv) {
             return Err(AppError::new(
                 ErrorCode::InvalidInput,
@@ -154,6 +169,11 @@ impl App {
             .arg(kv)
             .arg("--port")
             .arg(port.unwrap_or(0).to_string())
+            // Each slot keeps the whole context: llama.cpp splits n_ctx across its slots.
+            .arg("--parallel")
+            .arg(slots.to_string())
+            .arg("--ctx")
+            .arg((CONTEXT_PER_SLOT * slots).to_string())
             .arg("--log")
             .arg(&log_path)
             .stdin(Stdio::null())
@@ -210,6 +230,7 @@ impl App {
             pid,
             kv: kv.to_owned(),
             url,
+            slots,
             log_path: log_path.display().to_string(),
             model_path: model.display().to_string(),
             model_sha256: ready["model_sha256"]

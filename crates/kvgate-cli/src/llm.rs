@@ -14,13 +14,18 @@ pub enum LlmCommand {
         /// Port on 127.0.0.1 (default: a free one)
         #[arg(long)]
         port: Option<u16>,
+        /// Sequences admitted at once (llama.cpp slots, 1 to 8; default 1), each with a context
+        /// of 2048: the admission limit a cell's manifest freezes as scheduler.max_num_seqs and
+        /// the startup log confirms (n_seq_max)
+        #[arg(long)]
+        slots: Option<u32>,
     },
 }
 
 pub async fn run(app: &App, cmd: LlmCommand) -> Result<Outcome, AppError> {
     match cmd {
-        LlmCommand::Serve { kv, port } => {
-            let server = app.start_local_server(&kv, port).await?;
+        LlmCommand::Serve { kv, port, slots } => {
+            let server = app.start_local_server(&kv, port, slots).await?;
             println!(
                 "{}",
                 serde_json::json!({
@@ -28,6 +33,7 @@ pub async fn run(app: &App, cmd: LlmCommand) -> Result<Outcome, AppError> {
                     "url": server.url,
                     "pid": server.pid,
                     "kv": server.kv,
+                    "slots": server.slots,
                     "log": server.log_path,
                     "model_sha256": server.model_sha256,
                 })

@@ -59,7 +59,7 @@ pub async fn run_detail(app: State<'_, App>, run_id: i64) -> Result<RunDetail, A
 
 #[tauri::command]
 pub async fn start_local_server(app: State<'_, App>, kv: String) -> Result<LocalServer, AppError> {
-    app.start_local_server(&kv, None).await
+    app.start_local_server(&kv, None, None).await
 }
 
 #[tauri::command]

@@ -13,6 +13,11 @@ kv: string,
  */
 url: string, 
 /**
+ * Sequences it admits at once (llama.cpp slots): its admission limit, which a cell's
+ * manifest freezes as `scheduler.max_num_seqs`.
+ */
+slots: number, 
+/**
  * llama.cpp's startup log: the compatibility evidence of runs against this server.
  */
 log_path: string, model_path: string, model_sha256: string, started_at: string, };

@@ -65,6 +65,7 @@ const f16: LocalServer = {
   pid: 4242,
   kv: 'f16',
   url: 'http://127.0.0.1:41001',
+  slots: 1,
   log_path: '/data/server-logs/llamacpp-f16-20260304T090000Z.log',
   model_path: '/work/.llm/models/SmolLM2-135M-Instruct.Q4_1.gguf',
   model_sha256: 'b1'.repeat(32),
