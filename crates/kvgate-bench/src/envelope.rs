@@ -768,4 +768,63 @@ mod tests {
             "each engine draws its own service"
         );
     }
+
+    /// One cell with one envelope row, as kvgate writes it and as the anchor writes it.
+    fn pair() -> (Value, Value) {
+        let summary = json!({"n": 2, "mean": 1.5, "sd": 0.5, "ci_low": -2.99, "ci_high": 5.99});
+        let row = json!({"offered_rps": 12.0, "admission_limit": 64, "class": "short",
+            "repeats": 2, "runs": [3, 4], "goodput_per_s": summary, "good_share": 0.95,
+            "good_share_repeats": summary, "good": 900, "cohort": 947, "slo_only": false,
+            "cost_per_good_response": 0.0012});
+        let mut theirs_row = row.clone();
+        theirs_row["cell"] = json!("B0");
+        theirs_row["runs"] = json!([4, 3]);
+        let ours = json!({"measured_requests": 5000,
+            "cells": [{"cell": "B0", "knee_rps": 12.0, "envelope": [row]}]});
+        let theirs = json!({"measured_requests": 5000, "envelope": [theirs_row],
+            "knee_rps": {"B0": 12.0}});
+        (ours, theirs)
+    }
+
+    #[test]
+    fn the_check_counts_agreeing_figures_and_names_the_first_that_differs() {
+        let (ours, theirs) = pair();
+        // 7 fields, the runs, 2 × 5 summary figures, the knee.
+        assert_eq!(check(&ours, &theirs), Ok(19));
+        let mut off = theirs.clone();
+        off["envelope"][0]["good_share_repeats"]["ci_high"] = json!(5.99 + 1e-6);
+        let err = check(&ours, &off).unwrap_err();
+        assert!(err.contains("1 of 19"), "{err}");
+        assert!(err.contains("good_share_repeats.ci_high"), "{err}");
+        let mut absent = theirs.clone();
+        absent["envelope"][0]["cost_per_good_response"] = Value::Null;
+        assert!(check(&ours, &absent)
+            .unwrap_err()
+            .contains("cost_per_good_response: kvgate 0.0012, pandas null"));
+        let mut no_knee = ours.clone();
+        no_knee["cells"][0]
+            .as_object_mut()
+            .unwrap()
+            .remove("knee_rps");
+        assert!(check(&no_knee, &theirs).unwrap_err().contains("knee_rps"));
+        let mut extra = theirs.clone();
+        let mut row = extra["envelope"][0].clone();
+        row["class"] = json!("long");
+        extra["envelope"].as_array_mut().unwrap().push(row);
+        assert!(check(&ours, &extra)
+            .unwrap_err()
+            .contains("envelope rows: kvgate 1, pandas 2"));
+    }
+
+    #[test]
+    fn a_study_whose_knee_is_outside_the_range_or_shared_is_refused() {
+        let cells = |a: Value, b: Value| json!({"cells": [{"cell": "B0", "knee_rps": a}, {"cell": "C1", "knee_rps": b}]});
+        assert_eq!(
+            check_shape(&cells(json!(12.0), json!(16.0))),
+            Ok("B0 12/s, C1 16/s".into())
+        );
+        assert!(check_shape(&cells(Value::Null, json!(16.0))).is_err());
+        assert!(check_shape(&cells(json!(12.0), json!(40.0))).is_err());
+        assert!(check_shape(&cells(json!(12.0), json!(12.0))).is_err());
+    }
 }
