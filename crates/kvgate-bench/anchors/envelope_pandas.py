@@ -2,9 +2,10 @@
 a competent analyst would write it with pandas (and scipy's Student t quantile) (vectorized over requests; the loops
 run over runs and points only).
 
-    envelope_pandas.py DB POLICY_JSON STUDY
+    envelope_pandas.py DB STUDY
 
-Reads the study's finished runs of frozen cells and their measured (non-warm-up) requests from
+Reads the study's locked policy (its latest version, the one `kvgate analyze` applies), its
+finished runs of frozen cells and their measured (non-warm-up) requests from
 the workspace SQLite file and, under the policy's rules (crates/kvgate-core/src/analysis/):
 - goodput runs: a cell's clocked, non-empty load runs (its quality runs when it has none);
   a point is the cell, the run's offered open-loop rate and the manifest's admission limit
@@ -49,6 +50,12 @@ from scipy.special import stdtrit  # noqa: E402
 
 UNCLASSIFIED = "(unclassified)"
 LEVEL = 0.95
+
+POLICY = """
+SELECT policy_json FROM policies
+WHERE study_id = (SELECT id FROM studies WHERE name = ?)
+ORDER BY version DESC LIMIT 1
+"""
 
 RUNS = """
 SELECT r.id AS run_id, r.kind, m.cell, r.config_json, m.text AS manifest
@@ -101,13 +108,15 @@ def summary(values):
 
 def main():
     pd.options.mode.copy_on_write = True
-    db, policy_path, study = sys.argv[1:4]
-    with open(policy_path) as f:
-        policy = json.load(f)
+    db, study = sys.argv[1:3]
     t_import = time.perf_counter() - T_START
 
     t = time.perf_counter()
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    locked = con.execute(POLICY, (study,)).fetchone()
+    if locked is None:
+        raise SystemExit(f"study {study!r} has no locked policy")
+    policy = json.loads(locked[0])
     runs = pd.read_sql_query(RUNS, con, params=(study,))
     q = pd.read_sql_query(REQUESTS, con, params=(study,))
     con.close()
@@ -120,8 +129,8 @@ def main():
     interval_s = float(policy["goodput"]["interval_s"])
     interval_ms = interval_s * 1000.0
     drain_ms = policy["goodput"]["drain_s"] * 1000.0
-    bar = policy.get("envelope", {}).get("min_good_share")
-    cost_rate = policy.get("cost", {}).get("per_instance_hour")
+    bar = (policy.get("envelope") or {}).get("min_good_share")
+    cost_rate = (policy.get("cost") or {}).get("per_instance_hour")
 
     # Per run: what it offered, whether it is clocked, its cell's admission limit and instances.
     config = runs["config_json"].map(json.loads)
@@ -157,7 +166,8 @@ def main():
         itl = np.where(ct > 1, (e2e - ttft) / (ct - 1), np.nan)
 
     def limit(key):
-        return np.array([c["slo"].get(key, np.nan) for c in classes] + [np.nan])[cls]
+        limits = [c["slo"].get(key) for c in classes]
+        return np.array([np.nan if x is None else x for x in limits] + [np.nan])[cls]
 
     def meets(values, lim):
         # NaN (a timing not recorded) never meets a limit.

@@ -6,13 +6,14 @@
 //! each run's size proportional to its rate so every run spans the same time. Both cells replay
 //! the same Poisson arrivals (and prompts) at a rate and repeat.
 //!
-//! The synthetic engine: below its saturation rate (B0 26/s, C1 34/s: the FP8 cache holds more
-//! sequences) the queue wait is exponential with mean 120 ms·ρ/(1 − ρ); above it the backlog
-//! grows through the run, requests time out after 30 s and some are refused. Inter-token latency
-//! grows with the load; the validator accepts fewer long-context answers from C1. So every
-//! class's good share falls with the rate, the knee lies inside the range, and it differs
-//! between cells and classes. Every request's prompt tokens fall in a policy class: one
-//! unclassified request would keep its point out of the knee (it is never good).
+//! The synthetic engine: below its saturation rate (B0 26/s, C1 34/s: the FP8 cache holds twice
+//! the KV tokens, so fewer admitted requests wait for KV blocks) the queue wait is exponential
+//! with mean 120 ms·ρ/(1 − ρ); above it the backlog grows through the run, requests time out
+//! after 30 s and some are refused. Inter-token latency grows with the load; the validator
+//! accepts fewer long-context answers from C1. So every class's good share falls with the rate,
+//! the knee lies inside the range, and it differs between cells and classes. Every request's
+//! prompt tokens fall in a policy class: one unclassified request would keep its point out of
+//! the knee (it is never good).
 //!
 //! Timed: `kvgate analyze --study envelope --json` as a whole process (best of 3, peak RSS),
 //! its in-process split, and the anchor `anchors/envelope_pandas.py`, which reads the same
@@ -403,7 +404,7 @@ fn build_workspace(kvgate: &Path, db: &Path, dir: &Path, n: usize) -> Result<(),
         ]))?;
         digests.push(out.trim().to_owned());
     }
-    let (specs, _) = plan(n);
+    let (specs, span_s) = plan(n);
     for (serial, spec) in specs.iter().enumerate() {
         let file = dir.join(format!("run-{serial}.kvgate-run.jsonl"));
         write_run(&file, spec, &digests[spec.model], serial as i64)?;
@@ -421,6 +422,7 @@ fn build_workspace(kvgate: &Path, db: &Path, dir: &Path, n: usize) -> Result<(),
         let _ = std::fs::remove_file(&file);
     }
     let policy = dir.join("policy.json");
+    std::fs::write(&policy, policy_text(interval_s(span_s))).map_err(|e| e.to_string())?;
     let policy_path = policy.to_str().ok_or("non-UTF-8 path")?;
     run_ok(&mut kv(&[
         "policy",
@@ -607,11 +609,8 @@ pub fn envelope_benchmark() -> Result<Vec<Row>, String> {
     let dir = std::env::temp_dir().join(format!("kvgate-bench-envelope-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let result = (|| {
-        let (_, span_s) = plan(n);
-        let policy = dir.join("policy.json");
-        std::fs::write(&policy, policy_text(interval_s(span_s))).map_err(|e| e.to_string())?;
-        // `KVGATE_BENCH_ENVELOPE_DB` names a workspace an earlier run kept (KVGATE_BENCH_KEEP=1)
-        // at the same request count: no generation, for profiling.
+        // `KVGATE_BENCH_ENVELOPE_DB` names a workspace an earlier run kept (KVGATE_BENCH_KEEP=1):
+        // no generation, for profiling. The anchor reads the policy locked in it.
         let db = match std::env::var_os("KVGATE_BENCH_ENVELOPE_DB") {
             Some(db) => std::path::PathBuf::from(db),
             None => {
@@ -642,7 +641,6 @@ pub fn envelope_benchmark() -> Result<Vec<Row>, String> {
         script
             .arg(root().join("crates/kvgate-bench/anchors/envelope_pandas.py"))
             .arg(&db)
-            .arg(&policy)
             .arg(STUDY);
         let (theirs, theirs_json) = best_of(&script, &dir, "pandas")?;
 
