@@ -20,6 +20,8 @@ the workspace SQLite file and, under the policy's rules (crates/kvgate-core/src/
   cohort summed, SLO-only when a run had no verdicts; cost per good response = the runs' wall
   hours (first dispatch to last finish) x the cost rate x instances (GPUs of the manifest, at
   least 1) / good of every class; the unclassified bucket only when its cohort has requests;
+- per point and class, latency against load: p50/p90/p99 and count of TTFT (first token -
+  dispatch) and end-to-end (finish - dispatch) over the `ok` requests of the runs at the point;
 - per cell the knee: the highest rate whose every class with a cohort has a share >= the bar,
   none SLO-only.
 
@@ -205,6 +207,22 @@ def main():
     point_good = per.groupby(point_keys)["good"].sum()
     instances = goodput_runs.groupby("cell")["instances"].first()
 
+    # Latency against load: TTFT and end-to-end of the `ok` requests per point and class, every
+    # measured one (numpy's linear percentiles, as kvgate's).
+    ok = g["status"].eq("ok").to_numpy()
+    lat = pd.DataFrame({"run_id": g["run_id"].to_numpy(), "cls": cls, "ttft": ttft, "e2e": e2e})[ok]
+    lat = lat.join(run_info, on="run_id")
+    by = lat.groupby(point_keys + ["cls"])[["ttft", "e2e"]]
+    pct = by.quantile([0.5, 0.9, 0.99]).unstack()
+    lat_n = by.count()
+
+    def percentiles(key, metric):
+        n = int(lat_n[metric].get(key, 0))
+        if n == 0:
+            return {"p50": None, "p90": None, "p99": None, "count": 0}
+        p = pct.loc[key, metric]
+        return {"p50": num(p[0.5]), "p90": num(p[0.9]), "p99": num(p[0.99]), "count": n}
+
     envelope = []
     for (cell, rate, admission, c), rows in per.groupby(point_keys + ["cls"], sort=True):
         cohort_n = int(rows["cohort"].sum())
@@ -228,6 +246,8 @@ def main():
             "good_share_repeats": summary(shares),
             "good": int(rows["good"].sum()),
             "cohort": cohort_n,
+            "ttft_ms": percentiles((cell, rate, admission, c), "ttft"),
+            "e2e_ms": percentiles((cell, rate, admission, c), "e2e"),
             "slo_only": bool(rows["slo_only"].any()),
             "cost_per_good_response": cost,
         })

@@ -19,9 +19,10 @@
 //! its in-process split, and the anchor `anchors/envelope_pandas.py`, which reads the same
 //! SQLite file with pandas and computes the same envelope (per cell, rate and class: goodput
 //! mean, sd and Student-t interval over the repeats, good share and its interval, good and
-//! cohort, cost per good response; the knee per cell). Every figure must agree or the benchmark
-//! fails. `kvgate analyze` computes more than the envelope (latency percentiles, the decision),
-//! so its ratio understates the envelope's alone.
+//! cohort, TTFT and end-to-end p50/p90/p99, cost per good response; the knee per cell). Every
+//! figure must agree or the benchmark fails. `kvgate analyze` computes more than the envelope
+//! (the cell's latency table, pairs, the decision), so its ratio understates the envelope's
+//! alone.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -538,6 +539,16 @@ fn check(ours: &Value, theirs: &Value) -> Result<usize, String> {
                     );
                 }
             }
+            for metric in ["ttft_ms", "e2e_ms"] {
+                for field in ["p50", "p90", "p99", "count"] {
+                    same(
+                        &mut problems,
+                        format!("{what} {metric}.{field}"),
+                        &p[metric][field],
+                        &t[metric][field],
+                    );
+                }
+            }
         }
     }
     if ours_rows != points.len() {
@@ -773,6 +784,8 @@ mod tests {
         let row = json!({"offered_rps": 12.0, "admission_limit": 64, "class": "short",
             "repeats": 2, "runs": [3, 4], "goodput_per_s": summary, "good_share": 0.95,
             "good_share_repeats": summary, "good": 900, "cohort": 947, "slo_only": false,
+            "ttft_ms": {"p50": 180.5, "p90": 402.25, "p99": 911.0, "count": 930},
+            "e2e_ms": {"p50": null, "p90": null, "p99": null, "count": 0},
             "cost_per_good_response": 0.0012});
         let mut theirs_row = row.clone();
         theirs_row["cell"] = json!("B0");
@@ -787,12 +800,17 @@ mod tests {
     #[test]
     fn the_check_counts_agreeing_figures_and_names_the_first_that_differs() {
         let (ours, theirs) = pair();
-        // 7 fields, the runs, 2 × 5 summary figures, the knee.
-        assert_eq!(check(&ours, &theirs), Ok(19));
+        // 7 fields, the runs, 2 × 5 summary figures, 2 × 4 latency figures, the knee.
+        assert_eq!(check(&ours, &theirs), Ok(27));
         let mut off = theirs.clone();
         off["envelope"][0]["good_share_repeats"]["ci_high"] = json!(5.99 + 1e-6);
         let err = check(&ours, &off).unwrap_err();
-        assert!(err.contains("1 of 19"), "{err}");
+        assert!(err.contains("1 of 27"), "{err}");
+        let mut slower = theirs.clone();
+        slower["envelope"][0]["ttft_ms"]["p99"] = json!(911.5);
+        assert!(check(&ours, &slower)
+            .unwrap_err()
+            .contains("ttft_ms.p99: kvgate 911.0, pandas 911.5"));
         assert!(err.contains("good_share_repeats.ci_high"), "{err}");
         let mut absent = theirs.clone();
         absent["envelope"][0]["cost_per_good_response"] = Value::Null;
