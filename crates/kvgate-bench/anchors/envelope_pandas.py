@@ -20,6 +20,8 @@ the workspace SQLite file and, under the policy's rules (crates/kvgate-core/src/
   cohort summed, SLO-only when a run had no verdicts; cost per good response = the runs' wall
   hours (first dispatch to last finish) x the cost rate x instances (GPUs of the manifest, at
   least 1) / good of every class; the unclassified bucket only when its cohort has requests;
+- per point and class, the SLO shares: of the cohort, the `ok` requests within each declared
+  SLO of the class (TTFT, ITL, end-to-end; drain and verdict aside), summed over the runs;
 - per point and class, latency against load: p50/p90/p99 and count of TTFT (first token -
   dispatch) and end-to-end (finish - dispatch) over the `ok` requests of the runs at the point;
 - per cell the knee: the highest rate whose every class with a cohort has a share >= the bar,
@@ -186,8 +188,17 @@ def main():
         & meets(e2e, limit("e2e_ms"))
         & (np.isnan(itl_limit) | (ct <= 1) | (itl <= itl_limit))
     )
-    per = pd.DataFrame({"run_id": g["run_id"], "cls": cls, "good": good, "cohort": cohort})
-    per = per.groupby(["run_id", "cls"])[["good", "cohort"]].sum()
+    # Within each declared SLO of its class: the cohort's `ok` requests, drain and verdict aside.
+    ok_cohort = (cohort & g["status"].eq("ok")).to_numpy() & (cls < k)
+    ttft_limit, e2e_limit = limit("ttft_ms"), limit("e2e_ms")
+    met = {
+        "ttft_met": ok_cohort & ~np.isnan(ttft_limit) & (ttft <= ttft_limit),
+        "itl_met": ok_cohort & ~np.isnan(itl_limit) & ((ct <= 1) | (itl <= itl_limit)),
+        "e2e_met": ok_cohort & ~np.isnan(e2e_limit) & (e2e <= e2e_limit),
+    }
+    counted = ["good", "cohort", *met]
+    per = pd.DataFrame({"run_id": g["run_id"], "cls": cls, "good": good, "cohort": cohort, **met})
+    per = per.groupby(["run_id", "cls"])[counted].sum()
     # Every run has a row for every class, zeros included: its goodput is 0, not missing.
     grid = pd.MultiIndex.from_product([goodput_runs.index, range(k + 1)], names=["run_id", "cls"])
     per = per.reindex(grid, fill_value=0).reset_index()
@@ -229,6 +240,12 @@ def main():
         if c == k and cohort_n == 0:
             continue
         shares = rows["share"].dropna()
+        slo = classes[c]["slo"] if c < k else {}
+
+        def slo_share(key, metric):
+            declared = slo.get(key) is not None
+            return rows[metric].sum() / cohort_n if declared and cohort_n > 0 else None
+
         good_all = int(point_good[(cell, rate, admission)])
         hrs = point_hours[(cell, rate, admission)]
         cost = None
@@ -246,6 +263,11 @@ def main():
             "good_share_repeats": summary(shares),
             "good": int(rows["good"].sum()),
             "cohort": cohort_n,
+            "slo_share": {
+                "ttft": slo_share("ttft_ms", "ttft_met"),
+                "itl": slo_share("itl_ms", "itl_met"),
+                "e2e": slo_share("e2e_ms", "e2e_met"),
+            },
             "ttft_ms": percentiles((cell, rate, admission, c), "ttft"),
             "e2e_ms": percentiles((cell, rate, admission, c), "e2e"),
             "slo_only": bool(rows["slo_only"].any()),

@@ -19,7 +19,8 @@
 //! its in-process split, and the anchor `anchors/envelope_pandas.py`, which reads the same
 //! SQLite file with pandas and computes the same envelope (per cell, rate and class: goodput
 //! mean, sd and Student-t interval over the repeats, good share and its interval, good and
-//! cohort, TTFT and end-to-end p50/p90/p99, cost per good response; the knee per cell). Every
+//! cohort, the share within each SLO, TTFT and end-to-end p50/p90/p99, cost per good response;
+//! the knee per cell). Every
 //! figure must agree or the benchmark fails. `kvgate analyze` computes more than the envelope
 //! (the cell's latency table, pairs, the decision), so its ratio understates the envelope's
 //! alone.
@@ -539,6 +540,14 @@ fn check(ours: &Value, theirs: &Value) -> Result<usize, String> {
                     );
                 }
             }
+            for slo in ["ttft", "itl", "e2e"] {
+                same(
+                    &mut problems,
+                    format!("{what} slo_share.{slo}"),
+                    &p["slo_share"][slo],
+                    &t["slo_share"][slo],
+                );
+            }
             for metric in ["ttft_ms", "e2e_ms"] {
                 for field in ["p50", "p90", "p99", "count"] {
                     same(
@@ -784,6 +793,7 @@ mod tests {
         let row = json!({"offered_rps": 12.0, "admission_limit": 64, "class": "short",
             "repeats": 2, "runs": [3, 4], "goodput_per_s": summary, "good_share": 0.95,
             "good_share_repeats": summary, "good": 900, "cohort": 947, "slo_only": false,
+            "slo_share": {"ttft": 0.97, "itl": 0.99, "e2e": null},
             "ttft_ms": {"p50": 180.5, "p90": 402.25, "p99": 911.0, "count": 930},
             "e2e_ms": {"p50": null, "p90": null, "p99": null, "count": 0},
             "cost_per_good_response": 0.0012});
@@ -800,12 +810,13 @@ mod tests {
     #[test]
     fn the_check_counts_agreeing_figures_and_names_the_first_that_differs() {
         let (ours, theirs) = pair();
-        // 7 fields, the runs, 2 × 5 summary figures, 2 × 4 latency figures, the knee.
-        assert_eq!(check(&ours, &theirs), Ok(27));
+        // 7 fields, the runs, 2 × 5 summary figures, 3 SLO shares, 2 × 4 latency figures, the
+        // knee.
+        assert_eq!(check(&ours, &theirs), Ok(30));
         let mut off = theirs.clone();
         off["envelope"][0]["good_share_repeats"]["ci_high"] = json!(5.99 + 1e-6);
         let err = check(&ours, &off).unwrap_err();
-        assert!(err.contains("1 of 27"), "{err}");
+        assert!(err.contains("1 of 30"), "{err}");
         let mut slower = theirs.clone();
         slower["envelope"][0]["ttft_ms"]["p99"] = json!(911.5);
         assert!(check(&ours, &slower)
