@@ -446,6 +446,26 @@ fn build_workspace(kvgate: &Path, db: &Path, dir: &Path, n: usize) -> Result<(),
     Ok(())
 }
 
+/// The fields of an envelope point the check knows (`offered` is compared as `offered_rps`).
+const ENVELOPE_FIELDS: [&str; 16] = [
+    "offered_rps",
+    "offered",
+    "admission_limit",
+    "class",
+    "repeats",
+    "runs",
+    "goodput_per_s",
+    "good_share",
+    "good_share_repeats",
+    "good",
+    "cohort",
+    "slo_share",
+    "ttft_ms",
+    "e2e_ms",
+    "slo_only",
+    "cost_per_good_response",
+];
+
 /// Compares the anchor's envelope with KV Gate's: the same points, every count equal, every
 /// rate, share, interval and cost equal to 1e-9 relative, the same knee per cell. Returns how
 /// many figures were compared.
@@ -476,6 +496,23 @@ fn check(ours: &Value, theirs: &Value) -> Result<usize, String> {
     };
     let cells = ours["cells"].as_array().ok_or("kvgate: no cells")?;
     let points = theirs["envelope"].as_array().ok_or("pandas: no envelope")?;
+    // A figure kvgate's envelope gained since is one the anchor does not compute: said, not skipped.
+    let unknown: std::collections::BTreeSet<&str> = cells
+        .iter()
+        .filter_map(|c| c["envelope"].as_array())
+        .flatten()
+        .filter_map(Value::as_object)
+        .flat_map(|row| row.keys())
+        .map(String::as_str)
+        .filter(|k| !ENVELOPE_FIELDS.contains(k))
+        .collect();
+    if !unknown.is_empty() {
+        return Err(format!(
+            "kvgate's envelope has figures the pandas anchor does not compute: {}; extend \
+             anchors/envelope_pandas.py and this check",
+            unknown.into_iter().collect::<Vec<_>>().join(", ")
+        ));
+    }
     let summary = ["n", "mean", "sd", "ci_low", "ci_high"];
     let mut ours_rows = 0;
     for cell in cells {
@@ -834,6 +871,11 @@ mod tests {
             .unwrap()
             .remove("knee_rps");
         assert!(check(&no_knee, &theirs).unwrap_err().contains("knee_rps"));
+        let mut newer = ours.clone();
+        newer["cells"][0]["envelope"][0]["itl_ms"] = json!({"p50": 9.0});
+        assert!(check(&newer, &theirs)
+            .unwrap_err()
+            .contains("figures the pandas anchor does not compute: itl_ms"));
         let mut extra = theirs.clone();
         let mut row = extra["envelope"][0].clone();
         row["class"] = json!("long");
