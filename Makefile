@@ -73,10 +73,10 @@ test-tools: llm
 
 ## Benchmarks: one table, each benchmark against its named anchor.
 # `kvgate` and the harness are built in one cargo call, so features resolve once; the import and
-# analyze benchmarks run `kvgate`, the dispatch benchmark runner's `dispatch_bench` example.
-# KVGATE_BENCH_ONLY=analyze (import, tokenize, weights, dispatch) picks one.
+# analyze and envelope benchmarks run `kvgate`, the dispatch benchmark runner's `dispatch_bench`
+# example. KVGATE_BENCH_ONLY=analyze (envelope, import, tokenize, weights, dispatch) picks one.
 bench: setup llm
-	.llm/venv/bin/pip install -q --disable-pip-version-check tokenizers==0.22.2 pandas==2.2.3 aiohttp==3.14.5
+	.llm/venv/bin/pip install -q --disable-pip-version-check tokenizers==0.22.2 pandas==2.2.3 scipy==1.17.1 aiohttp==3.14.5
 	$(CARGO) build -q --release -p kvgate-cli -p kvgate-bench -p kvgate-runner --bin kvgate --bin kvgate-bench --example dispatch_bench
 	KVGATE_BENCH_PYTHON=$(CURDIR)/.llm/venv/bin/python "$(TARGET_DIR)/release/kvgate-bench"
 

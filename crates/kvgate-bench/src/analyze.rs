@@ -134,7 +134,7 @@ struct RunSpec {
     seed: u64,
 }
 
-fn verdict(accepted: bool, reason: ReasonCode) -> Verdict {
+pub(crate) fn verdict(accepted: bool, reason: ReasonCode) -> Verdict {
     Verdict {
         accepted,
         reasons: if accepted { Vec::new() } else { vec![reason] },
@@ -377,9 +377,9 @@ fn write_run(path: &Path, spec: &RunSpec, digest: &str, items: &[Item]) -> Resul
     f.flush().map_err(io)
 }
 
-/// The in-process split of one analysis, as `kvgate analyze` does it: load from SQLite,
-/// compute, JSON (seconds, best of `ROUNDS` each).
-fn in_process(db: &Path) -> Result<[f64; 3], String> {
+/// The in-process split of one analysis of `study`, as `kvgate analyze` does it: load from
+/// SQLite, compute, JSON (seconds, best of `ROUNDS` each).
+pub(crate) fn in_process(db: &Path, study: &str) -> Result<[f64; 3], String> {
     use kvgate_app::{App, DbLocation};
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -389,7 +389,7 @@ fn in_process(db: &Path) -> Result<[f64; 3], String> {
         let app = App::open(DbLocation::Path(db.to_owned()))
             .await
             .map_err(|e| e.message)?;
-        let study = app.study_by_name(STUDY).await.map_err(|e| e.message)?;
+        let study = app.study_by_name(study).await.map_err(|e| e.message)?;
         let policy = app
             .policy_status(study.id)
             .await
@@ -631,7 +631,11 @@ fn build_workspace(kvgate: &Path, db: &Path, dir: &Path, n: usize) -> Result<(),
 }
 
 /// Best wall time of `ROUNDS` measured runs (with that run's peak RSS), and the stdout of it.
-fn best_of(command: &Command, dir: &Path, name: &str) -> Result<(Measured, String), String> {
+pub(crate) fn best_of(
+    command: &Command,
+    dir: &Path,
+    name: &str,
+) -> Result<(Measured, String), String> {
     let mut best: Option<(Measured, String)> = None;
     for round in 0..ROUNDS {
         let tag = format!("{name}-{round}");
@@ -690,7 +694,7 @@ pub fn analyze_benchmark() -> Result<Vec<Row>, String> {
             &dir,
             "kvgate",
         )?;
-        let split = in_process(&db)?;
+        let split = in_process(&db, STUDY)?;
         let mut script = Command::new(&python);
         script
             .arg(root().join("crates/kvgate-bench/anchors/analyze_pandas.py"))

@@ -11,6 +11,7 @@ use std::time::Instant;
 
 mod analyze;
 mod dispatch;
+mod envelope;
 mod import;
 
 use kvgate_core::fixtures::{generate_corpus, FixtureOptions, Preset, Split, TokenCounter};
@@ -247,15 +248,16 @@ fn main() {
     }
     let mut rows = Vec::new();
     let mut failed = false;
-    // `KVGATE_BENCH_ONLY=import` (or tokenize, weights, dispatch, analyze; comma-separated) runs
-    // only those.
+    // `KVGATE_BENCH_ONLY=import` (or tokenize, weights, dispatch, analyze, envelope;
+    // comma-separated) runs only those.
     let only = std::env::var("KVGATE_BENCH_ONLY").ok();
-    let benches: [(&str, Bench); 5] = [
+    let benches: [(&str, Bench); 6] = [
         ("tokenize", || tokenization().map(|r| vec![r])),
         ("weights", || weights_hashing().map(|r| vec![r])),
         ("dispatch", dispatch::dispatch_benchmark),
         ("import", import::import_benchmark),
         ("analyze", analyze::analyze_benchmark),
+        ("envelope", envelope::envelope_benchmark),
     ];
     for (name, bench) in benches {
         if only
