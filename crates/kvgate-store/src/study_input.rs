@@ -47,6 +47,7 @@ use kvgate_core::pairing::item_prompt_sha256;
 use kvgate_core::policy::ItemStrata;
 use kvgate_core::review::AuditKind;
 use kvgate_core::test_cell::TestCell;
+use kvgate_formats::startup_log::parse_startup_log;
 use serde_json::Value;
 
 /// Why a study could not be loaded.
@@ -157,6 +158,17 @@ pub async fn load_study(
             // Kinds this version does not know carry nothing for the analysis.
             if let Some(kind) = EvidenceKind::parse(&e.kind) {
                 evidence[ci].absorb(cell, run.id, kind, &e.source_name, &e.text);
+            }
+            // Read from the verbatim log (older runs included), beside the KV capacity.
+            if EvidenceKind::parse(&e.kind) == Some(EvidenceKind::StartupLog) {
+                let memory = parse_startup_log(&e.text).device_memory();
+                if !memory.is_empty() {
+                    let cell_memory = cell
+                        .capacity
+                        .device_memory
+                        .get_or_insert_with(Default::default);
+                    cell_memory.fold(run.id, memory);
+                }
             }
         }
         let kind = run.kind;

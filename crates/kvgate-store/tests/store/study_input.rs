@@ -222,3 +222,98 @@ async fn legacy_rows_pair_with_the_recomputed_digest_and_an_unknown_corpus_is_na
     assert_eq!(q8.corpus_mismatches.len(), 1);
     assert_eq!(q8.corpus_mismatches[0].run, lost);
 }
+
+/// A finished load run of `manifest_id` with no requests whose only evidence is `log`.
+async fn run_with_log(store: &Store, sid: i64, manifest_id: i64, log: &str) -> i64 {
+    let config = json!({"kind": "load"});
+    let run = store
+        .create_run(&NewRun {
+            study_id: sid,
+            manifest_id,
+            kind: RunKind::Load,
+            label: "load".into(),
+            provenance: RunProvenance::Recorded,
+            config_json: config.to_string(),
+            config_sha256: kvgate_core::canonical::canonical_sha256(&config),
+            wall_anchor_unix_ms: 1_780_000_000_000,
+            started_at: "2026-12-01T10:00:00.000Z".into(),
+            owner_pid: None,
+        })
+        .await
+        .unwrap();
+    let evidence = kvgate_store::RunEvidence {
+        kind: "startup_log".into(),
+        source_name: "server.log".into(),
+        sha256: kvgate_core::canonical::sha256_hex(log.as_bytes()),
+        text: log.into(),
+        parsed_json: None,
+    };
+    store
+        .finish_run(
+            run.id,
+            RunState::Completed,
+            Some(1000.0),
+            Some(0),
+            None,
+            &[],
+            &[evidence],
+            &[],
+        )
+        .await
+        .unwrap();
+    run.id
+}
+
+/// Device memory is read from the verbatim stored logs (a stored parse is not needed): the
+/// recorded f16 and q8_0 starts show the weights flat and the KV buffer nearly halved; a cell
+/// whose second run states another KV buffer names it; a log without memory lines leaves the
+/// cell's memory absent, not 0.
+#[tokio::test]
+async fn device_memory_is_read_from_each_cells_stored_startup_logs() {
+    const F16: &str = include_str!("../../../../fixtures/evidence/llamacpp-f16-startup.log");
+    const Q8_LOG: &str = include_str!("../../../../fixtures/evidence/llamacpp-q8_0-startup.log");
+    let (_dir, store) = fresh().await;
+    let sid = store
+        .insert_study(
+            &NewStudy {
+                name: "memory".into(),
+                description: String::new(),
+            },
+            Provenance::User,
+        )
+        .await
+        .unwrap()
+        .id;
+    let b0 = frozen(&store, sid, "B0", B0).await;
+    let q8 = frozen(&store, sid, "Q8", Q8).await;
+    let first = run_with_log(&store, sid, b0, F16).await;
+    // A second B0 run against a server that printed the q8_0 buffers: a difference, named.
+    let second = run_with_log(&store, sid, b0, Q8_LOG).await;
+    run_with_log(
+        &store,
+        sid,
+        q8,
+        "synthetic: a log without any memory line\n",
+    )
+    .await;
+    let input = load_study(&store, sid, &mut |_: &CorpusRef| Err("none".into()))
+        .await
+        .unwrap();
+    let b0_memory = input.cells[0].capacity.device_memory.clone().unwrap();
+    assert_eq!(b0_memory.weights_mib, Some(92.10));
+    assert_eq!(b0_memory.kv_cache_mib, Some(45.00));
+    assert_eq!(b0_memory.compute_mib, Some(16.83));
+    assert_eq!(b0_memory.cuda_graph_mib, None);
+    assert_eq!(
+        b0_memory.sources[0],
+        format!("weights_mib: run {first}, startup log line 129")
+    );
+    assert_eq!(
+        b0_memory.differences,
+        vec![
+            format!("kv_cache_mib: run {second} states 23.91 MiB, not 45"),
+            format!("compute_mib: run {second} states 16.86 MiB, not 16.83"),
+        ]
+    );
+    assert_eq!(input.cells[1].capacity.device_memory, None);
+}
