@@ -63,6 +63,36 @@ impl DeviceMemory {
         Some(((sum * 100.0).round() / 100.0, parts.len()))
     }
 
+    /// One line for people: each stated figure in MiB or GiB, then the parts the log left
+    /// unstated, e.g. `weights 92.10 MiB · KV cache 45.00 MiB · compute 16.83 MiB (not stated:
+    /// CUDA graphs, recurrent state)`.
+    pub fn describe(&self) -> String {
+        let parts = [
+            ("weights", self.weights_mib),
+            ("KV cache", self.kv_cache_mib),
+            ("CUDA graphs", self.cuda_graph_mib),
+            ("recurrent state", self.recurrent_state_mib),
+            ("compute", self.compute_mib),
+        ];
+        let stated: Vec<String> = parts
+            .iter()
+            .filter_map(|(name, v)| v.map(|v| format!("{name} {}", size_mib(v))))
+            .collect();
+        let absent: Vec<&str> = parts
+            .iter()
+            .filter(|(_, v)| v.is_none())
+            .map(|(name, _)| *name)
+            .collect();
+        if stated.is_empty() {
+            return "not stated by any startup log".to_owned();
+        }
+        let mut line = stated.join(" · ");
+        if !absent.is_empty() {
+            line.push_str(&format!(" (not stated: {})", absent.join(", ")));
+        }
+        line
+    }
+
     /// Folds in the memory of another run of the same cell: a figure this side lacks is taken
     /// from it (with its sources); a figure both state is kept from the first run, and a later
     /// run that differs is named in `differences` so the cell never shows one run's figure as all.
@@ -103,8 +133,39 @@ impl DeviceMemory {
     }
 }
 
+/// `92.10 MiB`, or `14.25 GiB` from 1024 MiB on (two decimals, as the engines print them).
+pub fn size_mib(mib: f64) -> String {
+    if mib.abs() >= 1024.0 {
+        format!("{:.2} GiB", mib / 1024.0)
+    } else {
+        format!("{mib:.2} MiB")
+    }
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_line_for_people_names_what_the_log_did_not_state() {
+        let m = DeviceMemory {
+            weights_mib: Some(14590.77),
+            kv_cache_mib: Some(5130.24),
+            cuda_graph_mib: Some(512.0),
+            ..DeviceMemory::default()
+        };
+        assert_eq!(
+            m.describe(),
+            "weights 14.25 GiB · KV cache 5.01 GiB · CUDA graphs 512.00 MiB \
+             (not stated: recurrent state, compute)"
+        );
+        assert_eq!(
+            DeviceMemory::default().describe(),
+            "not stated by any startup log"
+        );
+        // 1023.99 MiB stays in MiB; exactly 1024 is 1.00 GiB.
+        assert_eq!(size_mib(1023.99), "1023.99 MiB");
+        assert_eq!(size_mib(1024.0), "1.00 GiB");
+    }
     use super::*;
 
     fn memory(weights: Option<f64>, kv: Option<f64>) -> DeviceMemory {

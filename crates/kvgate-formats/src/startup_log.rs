@@ -106,6 +106,7 @@ pub struct StartupEvidence {
     pub cuda_graph_gib: Option<Found<f64>>,
     /// llama.cpp's buffer sizes of the log's first start (a later start repeats them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[ts(as = "Option<Vec<Found<LlamaBuffer>>>", optional)]
     pub llama_buffers: Vec<Found<LlamaBuffer>>,
     /// Lines showing default scales (1.0) or uncalibrated q/prob scales: expected in a C1 run,
     /// drift in a C2 run.

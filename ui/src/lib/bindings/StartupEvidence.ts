@@ -75,7 +75,7 @@ cuda_graph_gib?: Found<number>,
 /**
  * llama.cpp's buffer sizes of the log's first start (a later start repeats them).
  */
-llama_buffers: Array<Found<LlamaBuffer>>, 
+llama_buffers?: Array<Found<LlamaBuffer>>, 
 /**
  * Lines showing default scales (1.0) or uncalibrated q/prob scales: expected in a C1 run,
  * drift in a C2 run.

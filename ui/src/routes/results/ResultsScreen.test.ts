@@ -147,6 +147,20 @@ describe('Results screen', () => {
     expect(fit.textContent?.replace(/\s+/g, ' ')).toContain('Reduce admission to 21 sequences');
   });
 
+  it('shows device memory beside KV capacity, absent parts as absent, never 0', async () => {
+    ipcMock.studyResults.mockResolvedValue(resultsOf());
+    setup();
+    const cards = await screen.findAllByTestId('cell-card');
+    const b0 = cards.find((c) => c.dataset['cell'] === 'B0')!;
+    expect(within(b0).getByTestId('memory-weights').textContent).toBe('92.10 MiB');
+    expect(within(b0).getByTestId('memory-kv').textContent).toBe('45.00 MiB');
+    expect(within(b0).getByTestId('memory-graphs').textContent).toBe('absent');
+    expect(within(b0).getByTestId('memory-sources').textContent).toContain('startup log line 149');
+    const c1 = cards.find((c) => c.dataset['cell'] === 'C1')!;
+    expect(within(c1).queryByTestId('cell-device-memory')).toBeNull();
+    expect(within(c1).getByTestId('cell-device-memory-absent').textContent).toContain('absent');
+  });
+
   it('opens the run a figure came from', async () => {
     ipcMock.studyResults.mockResolvedValue(resultsOf());
     const { onopenrun } = setup();

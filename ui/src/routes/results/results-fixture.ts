@@ -127,6 +127,18 @@ export function cell(name: string, patch: Partial<Cell> = {}): Cell {
     capacity: {
       engine_kv_tokens: baseline ? 100_000 : 200_000,
       engine_kv_mib: null,
+      // Synthetic figures in the shape of the recorded SmolLM2 f16 start; C1 states none.
+      device_memory: baseline
+        ? {
+            weights_mib: 92.1,
+            kv_cache_mib: 45,
+            cuda_graph_mib: null,
+            recurrent_state_mib: null,
+            compute_mib: 16.83,
+            sources: ['weights_mib: run 2, startup log line 129', 'kv_cache_mib: run 2, startup log line 149'],
+            differences: [],
+          }
+        : null,
       kv_usage_max: 0.42,
       waiting_max: null,
       running_max: 8,
