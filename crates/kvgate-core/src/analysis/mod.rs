@@ -128,6 +128,10 @@ pub struct CapacityEvidence {
     /// working buffers), beside the KV capacity; absent when no log of the cell states any.
     #[serde(default)]
     pub device_memory: Option<crate::device_memory::DeviceMemory>,
+    /// Each run's engine-wide load over its own clock (KV usage, waiting, running, preemption
+    /// deltas) with its restarts; runs without scrapes are left out.
+    #[serde(default)]
+    pub metric_series: Vec<crate::metrics::RunSeries>,
     /// Highest KV usage share seen in the scrapes.
     pub kv_usage_max: Option<f64>,
     /// Highest number of waiting requests seen in the scrapes.

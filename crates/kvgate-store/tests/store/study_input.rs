@@ -225,6 +225,17 @@ async fn legacy_rows_pair_with_the_recomputed_digest_and_an_unknown_corpus_is_na
 
 /// A finished load run of `manifest_id` with no requests whose only evidence is `log`.
 async fn run_with_log(store: &Store, sid: i64, manifest_id: i64, log: &str) -> i64 {
+    run_with(store, sid, manifest_id, log, &[]).await
+}
+
+/// The same with its scrapes.
+async fn run_with(
+    store: &Store,
+    sid: i64,
+    manifest_id: i64,
+    log: &str,
+    scrapes: &[kvgate_store::MetricScrapeRow],
+) -> i64 {
     let config = json!({"kind": "load"});
     let run = store
         .create_run(&NewRun {
@@ -257,7 +268,7 @@ async fn run_with_log(store: &Store, sid: i64, manifest_id: i64, log: &str) -> i
             None,
             &[],
             &[evidence],
-            &[],
+            scrapes,
         )
         .await
         .unwrap();
@@ -316,4 +327,61 @@ async fn device_memory_is_read_from_each_cells_stored_startup_logs() {
         ]
     );
     assert_eq!(input.cells[1].capacity.device_memory, None);
+}
+
+/// Each run's scrapes become its series on its own clock: a failed scrape is a gap, the
+/// preemption delta after a restart counts from 0 (never negative) and the restart is marked.
+#[tokio::test]
+async fn each_runs_scrapes_become_its_load_series_with_restarts() {
+    let (_dir, store) = fresh().await;
+    let sid = store
+        .insert_study(
+            &NewStudy {
+                name: "series".into(),
+                description: String::new(),
+            },
+            Provenance::User,
+        )
+        .await
+        .unwrap()
+        .id;
+    let b0 = frozen(&store, sid, "B0", B0).await;
+    let row = |at_ms: f64, values: serde_json::Value| kvgate_store::MetricScrapeRow {
+        at_ms,
+        values_json: values.to_string(),
+    };
+    // Synthetic vLLM-shaped scrapes: 3 preemptions, then a restart (7 → 2).
+    let scrapes = [
+        row(
+            0.0,
+            json!({"values": {"preemptions_total": 4.0, "kv_cache_usage": 0.5, "requests_waiting": 1.0}}),
+        ),
+        row(1_000.0, json!({"error": "connection refused"})),
+        row(
+            2_000.0,
+            json!({"values": {"preemptions_total": 7.0, "kv_cache_usage": 0.9, "requests_running": 12.0}}),
+        ),
+        row(
+            3_000.0,
+            json!({"values": {"preemptions_total": 2.0, "a_metric_from_later": 1.0}}),
+        ),
+    ];
+    let with = run_with(&store, sid, b0, "synthetic\n", &scrapes).await;
+    let without = run_with_log(&store, sid, b0, "synthetic\n").await;
+    let input = load_study(&store, sid, &mut |_: &CorpusRef| Err("none".into()))
+        .await
+        .unwrap();
+    let series = &input.cells[0].capacity.metric_series;
+    // The run without scrapes has no series (not an empty one drawn flat).
+    assert_eq!(series.len(), 1);
+    assert_ne!(series[0].run_id, without);
+    let s = &series[0];
+    assert_eq!(s.run_id, with);
+    let at: Vec<f64> = s.points.iter().map(|p| p.at_ms).collect();
+    assert_eq!(at, [0.0, 2_000.0, 3_000.0]);
+    let deltas: Vec<Option<f64>> = s.points.iter().map(|p| p.preemptions_delta).collect();
+    assert_eq!(deltas, [None, Some(3.0), Some(2.0)]);
+    assert_eq!(s.restarts_at_ms, [3_000.0]);
+    assert_eq!(s.points[1].kv_usage, Some(0.9));
+    assert_eq!(s.points[2].kv_usage, None);
 }

@@ -139,6 +139,7 @@ export function cell(name: string, patch: Partial<Cell> = {}): Cell {
             differences: [],
           }
         : null,
+      metric_series: [],
       kv_usage_max: 0.42,
       waiting_max: null,
       running_max: 8,
