@@ -15,6 +15,7 @@ mod cdf;
 mod forest;
 mod goodput;
 mod latency;
+mod load;
 pub mod raster;
 mod svg;
 mod text;
@@ -109,6 +110,8 @@ pub enum ChartSpec {
     Cdf { class: String, metric: CdfMetric },
     /// A capacity figure against the accepted share of offered requests, one point per cell.
     Capacity { axis: CapacityAxis },
+    /// One cell's KV usage, waiting, running and preemptions over the run clock, restarts marked.
+    Load { cell: String },
 }
 
 /// One drawn mark in words: what a reader who does not see the chart needs.
@@ -168,6 +171,8 @@ pub struct StudyCharts {
     pub cdf: Vec<Chart>,
     /// One per capacity figure.
     pub capacity: Vec<Chart>,
+    /// One per cell: its engine load over time.
+    pub load: Vec<Chart>,
 }
 
 /// What a chart module returns: its drawing and what it says in words; [`render`] frames it
@@ -230,6 +235,7 @@ pub fn render(a: &StudyAnalysis, spec: &ChartSpec) -> Chart {
         ChartSpec::Latency { metric } => latency::draw(a, *metric),
         ChartSpec::Cdf { class, metric } => cdf::draw(a, class, *metric),
         ChartSpec::Capacity { axis } => capacity::draw(a, *axis),
+        ChartSpec::Load { cell } => load::draw(a, cell),
     };
     let desc = description(a, &d.note, &d.marks, &d.not_drawn);
     let svg = svg::document(
@@ -298,6 +304,17 @@ pub fn study_charts(a: &StudyAnalysis) -> StudyCharts {
         capacity: CapacityAxis::ALL
             .map(|axis| render(a, &ChartSpec::Capacity { axis }))
             .to_vec(),
+        load: cell_names(a)
+            .into_iter()
+            .map(|cell| {
+                render(
+                    a,
+                    &ChartSpec::Load {
+                        cell: cell.to_owned(),
+                    },
+                )
+            })
+            .collect(),
     }
 }
 

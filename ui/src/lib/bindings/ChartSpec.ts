@@ -6,4 +6,4 @@ import type { LatencyMetric } from "./LatencyMetric";
 /**
  * What to draw.
  */
-export type ChartSpec = { "chart": "forest", cell: string | null, marginals: boolean, } | { "chart": "goodput" } | { "chart": "latency", metric: LatencyMetric, } | { "chart": "cdf", class: string, metric: CdfMetric, } | { "chart": "capacity", axis: CapacityAxis, };
+export type ChartSpec = { "chart": "forest", cell: string | null, marginals: boolean, } | { "chart": "goodput" } | { "chart": "latency", metric: LatencyMetric, } | { "chart": "cdf", class: string, metric: CdfMetric, } | { "chart": "capacity", axis: CapacityAxis, } | { "chart": "load", cell: string, };

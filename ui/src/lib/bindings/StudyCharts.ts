@@ -21,4 +21,8 @@ cdf: Array<Chart>,
 /**
  * One per capacity figure.
  */
-capacity: Array<Chart>, };
+capacity: Array<Chart>, 
+/**
+ * One per cell: its engine load over time.
+ */
+load: Array<Chart>, };

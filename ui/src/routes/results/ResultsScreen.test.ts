@@ -78,7 +78,7 @@ describe('Results screen', () => {
       expect(within(card).getByTestId('cell-provenance').textContent).toBe('synthetic demo');
     }
     const images = document.querySelectorAll('img');
-    expect(images.length).toBe(5);
+    expect(images.length).toBe(6);
     for (const img of images) expect(decodeURIComponent(img.src)).toContain('Data: synthetic demo');
   });
 
@@ -184,6 +184,7 @@ describe('Results screen', () => {
       ['latency', drawn.charts.latency[0]!],
       ['latency-cdf', drawn.charts.cdf[0]!],
       ['capacity', drawn.charts.capacity[0]!],
+      ['load', drawn.charts.load[0]!],
     ] as const;
     for (const [id, c] of shown) {
       const frame = screen.getByTestId(`chart-${id}`);

@@ -308,6 +308,12 @@ export function charts(patch: Partial<StudyCharts> = {}): StudyCharts {
         marks: [mark('B0', 'B0: 100,000'), mark('C1', 'C1: 200,000')],
       }),
     ),
+    load: ['B0', 'C1'].map((cell) =>
+      chart(`load-${cell.toLowerCase()}`, { chart: 'load', cell }, {
+        choice: cell,
+        marks: [mark(cell, `${cell} run 1: KV cache usage over 3 scrapes, highest 80.0%`)],
+      }),
+    ),
     ...patch,
   };
 }
