@@ -68,9 +68,14 @@ pub(super) fn draw(a: &StudyAnalysis, cell: &str) -> Drawn {
         .iter()
         .flat_map(|r| r.points.iter().map(|p| p.at_ms / 1000.0))
         .fold(0.0, f64::max);
+    // A scrape taken just before the run clock's 0 stays inside the plot.
+    let t_lo_s = runs
+        .iter()
+        .flat_map(|r| r.points.iter().map(|p| p.at_ms / 1000.0))
+        .fold(0.0, f64::min);
     let x_hi = axis::upper(t_hi_s, 1.05).max(1.0);
     let (left, right) = (64.0, WIDTH - 24.0);
-    let x = Scale::new((0.0, x_hi), (left, right));
+    let x = Scale::new((t_lo_s, x_hi), (left, right));
     let colour = svg::cell_colour(&names, cell);
     let mut body = Svg::new();
     let mut marks = Vec::new();
