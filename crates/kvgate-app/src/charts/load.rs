@@ -124,6 +124,10 @@ pub(super) fn draw(a: &StudyAnalysis, cell: &str) -> Drawn {
             let mut segment: Vec<(f64, f64)> = Vec::new();
             let mut segments = Vec::new();
             for p in &run.points {
+                // A restart starts a new line: the old process's figures do not run into it.
+                if run.restarts_at_ms.contains(&p.at_ms) && !segment.is_empty() {
+                    segments.push(std::mem::take(&mut segment));
+                }
                 match (panel.value)(p) {
                     Some(v) => segment.push((x.at(p.at_ms / 1000.0), y.at(v))),
                     None if !segment.is_empty() => segments.push(std::mem::take(&mut segment)),
@@ -182,10 +186,16 @@ pub(super) fn draw(a: &StudyAnalysis, cell: &str) -> Drawn {
                 DANGER,
                 "stroke-dasharray=\"6 4\" stroke-width=\"2\" data-restart=\"true\"",
             );
+            // Written on the side with room, so a late restart's label is not cut off.
+            let (lx, anchor) = if px > (left + right) / 2.0 {
+                (px - 4.0, Anchor::End)
+            } else {
+                (px + 4.0, Anchor::Start)
+            };
             body.text(
-                px + 4.0,
+                lx,
                 plot_top + 10.0,
-                Anchor::Start,
+                anchor,
                 DANGER,
                 "",
                 &format!("restart (run {})", run.run_id),
@@ -297,6 +307,13 @@ mod tests {
             .any(|m| m.text == "B0 run 1: KV cache usage over 3 scrapes, highest 80.0%"));
         // Labelled as what the data is.
         assert!(b0.svg.contains(">Data: synthetic demo</text>"));
+        // The restart at 20 s breaks each line: KV usage, waiting and running are a line of
+        // two scrapes and a lone dot after it; the preemption deltas (10 s, then 20 s) two dots.
+        assert_eq!(b0.svg.matches("<polyline").count(), 3, "{}", b0.svg);
+        assert_eq!(b0.svg.matches("<circle").count(), 5, "{}", b0.svg);
+        // Exportable as PNG too: the restart's dashed line rasterizes like any other.
+        let png = super::super::raster::png(&b0.svg).unwrap();
+        assert_eq!(&png[1..4], b"PNG");
 
         let c1 = render(&a, &ChartSpec::Load { cell: "C1".into() });
         assert!(!c1.svg.contains("data-restart"));
