@@ -2,6 +2,9 @@
 //! to the Results screen's chart: llama.cpp publishes no KV usage gauge and no preemption
 //! counter, so both are absent, never drawn as 0.
 
+use kvgate_app::charts::ChartSpec;
+use kvgate_app::files::ChartFormat;
+
 use crate::locked_demo_study;
 
 #[tokio::test]
@@ -38,4 +41,14 @@ async fn the_recorded_llama_cpp_runs_give_a_load_series_without_kv_usage() {
     assert!(texts.iter().any(|t| t.starts_with("B0 run ")
         && t.ends_with(": running requests over 1336 scrapes, highest 1")));
     assert!(!chart.svg.contains("data-restart"));
+    // Saved as SVG, it is the document the Results screen shows.
+    let file = app
+        .chart_file(
+            sid,
+            &ChartSpec::Load { cell: "B0".into() },
+            ChartFormat::Svg,
+        )
+        .await
+        .unwrap();
+    assert_eq!(file.bytes, chart.svg.as_bytes());
 }
