@@ -257,6 +257,25 @@ pub async fn analyze(app: &App, args: AnalyzeArgs) -> Result<Outcome, AppError> 
         if let Some(knee) = c.knee_rps {
             println!("  knee {}", display::rate(Some(knee), "req/s"));
         }
+        // Allocated memory beside usable KV capacity: a flat pool can hold more tokens.
+        let cap = &c.capacity;
+        if cap.engine_kv_tokens.is_some() || cap.engine_kv_mib.is_some() {
+            println!(
+                "  engine KV capacity: {} tokens, {}",
+                cap.engine_kv_tokens
+                    .map(display::count)
+                    .unwrap_or_else(|| "absent".into()),
+                cap.engine_kv_mib
+                    .map(kvgate_app::domain::device_memory::size_mib)
+                    .unwrap_or_else(|| "size absent".into())
+            );
+        }
+        if let Some(memory) = &cap.device_memory {
+            println!("  device memory: {}", memory.describe());
+            for d in &memory.differences {
+                println!("    differs: {d}");
+            }
+        }
         for p in c
             .paired
             .iter()

@@ -17,6 +17,7 @@ pub mod canonical;
 pub mod checklist;
 pub mod compat;
 pub mod decision;
+pub mod device_memory;
 pub mod display;
 pub mod evidence;
 pub mod fixtures;

@@ -495,6 +495,69 @@ pub fn summarize(points: &[MetricPoint]) -> MetricSummary {
     }
 }
 
+/// One scrape of a run's load series: engine-wide gauges as read, and the preemptions counted
+/// since the scrape before. Absent = the scrape did not carry it (llama.cpp has no KV usage
+/// gauge), never 0.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
+pub struct SeriesPoint {
+    /// Run-clock milliseconds.
+    pub at_ms: f64,
+    /// KV cache usage share, 0–1.
+    pub kv_usage: Option<f64>,
+    pub waiting: Option<f64>,
+    pub running: Option<f64>,
+    /// Preemptions since the previous scrape carrying the counter; after a restart, the new
+    /// process's count from 0 (never negative). Absent on the first such scrape.
+    pub preemptions_delta: Option<f64>,
+}
+
+/// A run's engine-wide load over its clock (never split by request class: the engine does not
+/// know them), with where the engine restarted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
+pub struct RunSeries {
+    pub run_id: i64,
+    /// In time order.
+    pub points: Vec<SeriesPoint>,
+    /// The first scrape after each restart (any counter went down), in time order.
+    pub restarts_at_ms: Vec<f64>,
+}
+
+/// The load series of a run's scrapes (taken in time order, as [`summarize`] takes them).
+pub fn run_series(run_id: i64, points: &[MetricPoint]) -> RunSeries {
+    let mut ordered: Vec<&MetricPoint> = points.iter().collect();
+    ordered.sort_by(|a, b| a.at_ms.total_cmp(&b.at_ms));
+    let finite =
+        |p: &MetricPoint, m: CanonicalMetric| p.values.get(&m).copied().filter(|v| v.is_finite());
+    let mut previous_preemptions: Option<f64> = None;
+    let series = ordered
+        .iter()
+        .map(|p| {
+            let preemptions = finite(p, CanonicalMetric::PreemptionsTotal);
+            let preemptions_delta = match (previous_preemptions, preemptions) {
+                // A counter that went down restarted from 0: its value is what it counted since.
+                (Some(before), Some(now)) if now < before => Some(now),
+                (Some(before), Some(now)) => Some(now - before),
+                _ => None,
+            };
+            if preemptions.is_some() {
+                previous_preemptions = preemptions;
+            }
+            SeriesPoint {
+                at_ms: p.at_ms,
+                kv_usage: finite(p, CanonicalMetric::KvCacheUsage),
+                waiting: finite(p, CanonicalMetric::RequestsWaiting),
+                running: finite(p, CanonicalMetric::RequestsRunning),
+                preemptions_delta,
+            }
+        })
+        .collect();
+    RunSeries {
+        run_id,
+        points: series,
+        restarts_at_ms: summarize(points).restart_scrapes_ms(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -665,6 +728,38 @@ mod tests {
             ]
         );
         assert!(normalize(EngineProfile::Vllm, []).is_empty());
+    }
+
+    #[test]
+    fn series_deltas_never_go_negative_across_a_restart() {
+        // Synthetic: preemptions 2 → 5 → (restart) 1 → 4; a scrape without the counter between.
+        let points = [
+            point(
+                3_000.0,
+                &[(M::PreemptionsTotal, 1.0), (M::KvCacheUsage, 0.2)],
+            ),
+            point(0.0, &[(M::PreemptionsTotal, 2.0), (M::KvCacheUsage, 0.5)]),
+            point(
+                1_000.0,
+                &[(M::PreemptionsTotal, 5.0), (M::RequestsWaiting, 3.0)],
+            ),
+            point(2_000.0, &[(M::RequestsRunning, 8.0)]),
+            point(
+                4_000.0,
+                &[(M::PreemptionsTotal, 4.0), (M::KvCacheUsage, f64::NAN)],
+            ),
+        ];
+        let s = run_series(9, &points);
+        let deltas: Vec<Option<f64>> = s.points.iter().map(|p| p.preemptions_delta).collect();
+        // 5 − 2; absent where not scraped; after the restart 1 counted from 0, then 4 − 1.
+        assert_eq!(deltas, [None, Some(3.0), None, Some(1.0), Some(3.0)]);
+        assert_eq!(s.restarts_at_ms, [3_000.0]);
+        let usage: Vec<Option<f64>> = s.points.iter().map(|p| p.kv_usage).collect();
+        // A NaN gauge is not a reading.
+        assert_eq!(usage, [Some(0.5), None, None, Some(0.2), None]);
+        assert_eq!(s.points[1].waiting, Some(3.0));
+        assert_eq!(s.points[2].running, Some(8.0));
+        assert_eq!(s.points[0].running, None);
     }
 
     #[test]

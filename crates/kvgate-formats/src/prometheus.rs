@@ -736,6 +736,92 @@ vllm:cache_config_info{block_size="16",cache_dtype="fp8_e4m3",calculate_kv_scale
                 && (r.before, r.after) == (33.0, 32.0)));
     }
 
+    fn points_of(profile: EngineProfile, scrapes: &[(f64, &str)]) -> Vec<MetricPoint> {
+        scrapes
+            .iter()
+            .map(|(at_ms, text)| {
+                let exp = parse_exposition(text).unwrap();
+                MetricPoint {
+                    at_ms: *at_ms,
+                    values: normalize(
+                        profile,
+                        exp.samples
+                            .iter()
+                            .map(|s| (s.name.as_str(), &s.labels, s.value)),
+                    ),
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_llama_cpp_series_has_no_kv_usage_and_marks_its_restart() {
+        // The recorded q8_0 scrapes, the third after a restart (counters fell 33 → 32).
+        let points = points_of(
+            EngineProfile::LlamaCpp,
+            &[(0.0, Q8_0), (2_000.0, Q8_1), (10_000.0, Q8_RESTARTED)],
+        );
+        let series = kvgate_core::metrics::run_series(4, &points);
+        assert_eq!(series.run_id, 4);
+        assert_eq!(series.restarts_at_ms, [10_000.0]);
+        let at: Vec<f64> = series.points.iter().map(|p| p.at_ms).collect();
+        assert_eq!(at, [0.0, 2_000.0, 10_000.0]);
+        for p in &series.points {
+            // llama.cpp publishes no KV usage gauge and no preemption counter: absent, not 0.
+            assert_eq!(p.kv_usage, None, "{p:?}");
+            assert_eq!(p.preemptions_delta, None, "{p:?}");
+            // `requests_processing` and `requests_deferred`, idle at each scrape.
+            assert_eq!((p.running, p.waiting), (Some(0.0), Some(0.0)), "{p:?}");
+        }
+    }
+
+    /// A path under `../shared/realdata/field/`, or `None` with the visible skip line.
+    fn field(test: &str, relative: &str) -> Option<String> {
+        let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../../shared/realdata/field")
+            .join(relative);
+        if !path.exists() {
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
+                "{test}: skipped: shared field data not present ({})",
+                path.display()
+            );
+            return None;
+        }
+        Some(std::fs::read_to_string(&path).unwrap())
+    }
+
+    #[test]
+    fn a_real_vllm_idle_then_loaded_series() {
+        let test = "a_real_vllm_idle_then_loaded_series";
+        let (Some(idle), Some(loaded)) = (
+            field(test, "prometheus/er0080-vllm-0.25.1-opt125m-idle.prom"),
+            field(test, "prometheus/er0080-vllm-0.25.1-opt125m-loaded.prom"),
+        ) else {
+            return;
+        };
+        // The two scrapes placed 5 s apart on a run clock (the files carry no timestamps).
+        let points = points_of(EngineProfile::Vllm, &[(0.0, &idle), (5_000.0, &loaded)]);
+        let series = kvgate_core::metrics::run_series(1, &points);
+        assert!(series.restarts_at_ms.is_empty());
+        let [first, second] = &series.points[..] else {
+            panic!("{series:?}");
+        };
+        assert_eq!(
+            (first.kv_usage, first.running, first.waiting),
+            (Some(0.0), Some(0.0), Some(0.0))
+        );
+        // Nothing before the first scrape to count from.
+        assert_eq!(first.preemptions_delta, None);
+        assert_eq!(
+            (second.kv_usage, second.running, second.waiting),
+            (Some(0.11223878211531546), Some(64.0), Some(64.0))
+        );
+        // 0 preemptions at both scrapes: a stated 0 delta.
+        assert_eq!(second.preemptions_delta, Some(0.0));
+    }
+
     #[test]
     fn vllm_exposition_normalizes_and_yields_cache_config_evidence() {
         let exp = parse_exposition(VLLM).unwrap();

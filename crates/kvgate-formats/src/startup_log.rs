@@ -6,6 +6,7 @@
 //! searched anywhere in the line, never anchored at its start.
 
 use kvgate_core::compat::ObservedEngine;
+use kvgate_core::device_memory::DeviceMemory;
 use schemars::JsonSchema;
 use serde::Serialize;
 use ts_rs::TS;
@@ -32,6 +33,18 @@ pub struct LlamaKvCache {
     pub k_mib: f64,
     pub v_type: String,
     pub v_mib: f64,
+}
+
+/// llama.cpp's `<where>: <device> <kind> buffer size = X MiB` lines, e.g.
+/// `load_tensors:   CPU_Mapped model buffer size =   462.96 MiB`,
+/// `llama_kv_cache:        CPU KV buffer size =    24.00 MiB`.
+#[derive(Debug, Clone, PartialEq, Serialize, TS, JsonSchema)]
+pub struct LlamaBuffer {
+    /// What the buffer holds as printed: `model`, `KV`, `RS`, `compute`, `output`.
+    pub kind: String,
+    /// Where it lives as printed: `CPU_Mapped`, `CPU_REPACK`, `MTL0`, `CUDA0`, …
+    pub device: String,
+    pub mib: f64,
 }
 
 /// Everything recognised in one startup log. Absent = not seen in the log, never a default.
@@ -89,6 +102,17 @@ pub struct StartupEvidence {
     /// default, which vLLM does not print).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_sequences: Option<Found<u32>>,
+    /// vLLM `Model loading took X GiB [memory] and N seconds` (one worker's share under
+    /// tensor parallelism).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_weights_gib: Option<Found<f64>>,
+    /// vLLM `Graph capturing finished in N secs, took X GiB`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cuda_graph_gib: Option<Found<f64>>,
+    /// llama.cpp's buffer sizes of the log's first start (a later start repeats them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[ts(as = "Option<Vec<Found<LlamaBuffer>>>", optional)]
+    pub llama_buffers: Vec<Found<LlamaBuffer>>,
     /// Lines showing default scales (1.0) or uncalibrated q/prob scales: expected in a C1 run,
     /// drift in a C2 run.
     pub default_scale_lines: Vec<Found<String>>,
@@ -199,6 +223,21 @@ pub fn parse_startup_log(text: &str) -> StartupEvidence {
             if let Some(rest) = admits {
                 if let Ok(n) = leading_number(rest.trim()).parse() {
                     ev.max_sequences.get_or_insert(at(n, line, trimmed));
+                }
+            }
+            if let Some(rest) = after(trimmed, "Model loading took ") {
+                if let Some(gib) = gib_before(rest) {
+                    ev.model_weights_gib.get_or_insert(at(gib, line, trimmed));
+                }
+            }
+            if let Some(rest) = after(trimmed, "Graph capturing finished in ") {
+                if let Some(gib) = after(rest, "took ").and_then(gib_before) {
+                    ev.cuda_graph_gib.get_or_insert(at(gib, line, trimmed));
+                }
+            }
+            if ev.starts.len() <= 1 {
+                if let Some(buffer) = parse_llama_buffer(trimmed) {
+                    ev.llama_buffers.push(at(buffer, line, trimmed));
                 }
             }
             if let Some(kv) = parse_llama_kv_cache(trimmed) {
@@ -390,6 +429,56 @@ fn strip_ansi(line: &str) -> std::borrow::Cow<'_, str> {
 }
 
 impl StartupEvidence {
+    /// The allocated device memory this log states, in MiB, each figure naming its lines:
+    /// vLLM's figures converted from GiB; llama.cpp's buffers summed by what they hold (a vLLM
+    /// figure and a llama.cpp buffer never meet in one log; if they did, vLLM's is kept).
+    /// Not part of [`StartupEvidence::observed`]: stored compatibility records stay as signed.
+    pub fn device_memory(&self) -> DeviceMemory {
+        let mut m = DeviceMemory::default();
+        let mut vllm = |field: &str, found: &Option<Found<f64>>| {
+            found.as_ref().map(|f| {
+                m.sources
+                    .push(format!("{field}: startup log line {}", f.line));
+                round2(f.value * 1024.0)
+            })
+        };
+        let weights = vllm("weights_mib", &self.model_weights_gib);
+        let kv = vllm("kv_cache_mib", &self.available_kv_cache_gib);
+        let graphs = vllm("cuda_graph_mib", &self.cuda_graph_gib);
+        m.weights_mib = weights;
+        m.kv_cache_mib = kv;
+        m.cuda_graph_mib = graphs;
+        let groups: [(&str, &[&str]); 4] = [
+            ("weights_mib", &["model"]),
+            ("kv_cache_mib", &["KV"]),
+            ("recurrent_state_mib", &["RS"]),
+            ("compute_mib", &["compute", "output"]),
+        ];
+        for (field, kinds) in groups {
+            let parts: Vec<&Found<LlamaBuffer>> = self
+                .llama_buffers
+                .iter()
+                .filter(|b| kinds.contains(&b.value.kind.as_str()))
+                .collect();
+            if parts.is_empty() {
+                continue;
+            }
+            let sum = round2(parts.iter().map(|b| b.value.mib).sum());
+            let lines: Vec<String> = parts.iter().map(|b| b.line.to_string()).collect();
+            let s = if lines.len() == 1 { "" } else { "s" };
+            m.sources
+                .push(format!("{field}: startup log line{s} {}", lines.join(", ")));
+            let slot = match field {
+                "weights_mib" => &mut m.weights_mib,
+                "kv_cache_mib" => &mut m.kv_cache_mib,
+                "recurrent_state_mib" => &mut m.recurrent_state_mib,
+                _ => &mut m.compute_mib,
+            };
+            slot.get_or_insert(sum);
+        }
+        m
+    }
+
     /// The engine-neutral facts of this log for the compatibility rule, each source naming its
     /// line. llama.cpp's K type, which also fills `kv_cache_dtype` here, goes to
     /// `k_cache_dtype` only (vLLM's dtype line is a different fact); vLLM's available KV memory
@@ -471,6 +560,41 @@ impl StartupEvidence {
         }
         o
     }
+}
+
+/// `1.11 GiB …` → 1.11; a figure in another unit is not read (never guessed).
+fn gib_before(rest: &str) -> Option<f64> {
+    let number = leading_number(rest.trim_start());
+    let unit = rest.trim_start()[number.len()..].trim_start();
+    if !unit.starts_with("GiB") {
+        return None;
+    }
+    number.replace(',', "").parse().ok()
+}
+
+/// `load_tensors:   CPU_Mapped model buffer size =   462.96 MiB`; `alloc_compute_meta:` lines
+/// (a graph's metadata estimate, printed before the scheduler reserves) are not allocations.
+fn parse_llama_buffer(line: &str) -> Option<LlamaBuffer> {
+    let (head, tail) = line.split_once(" buffer size =")?;
+    if head.contains("alloc_compute_meta:") {
+        return None;
+    }
+    let mib_text = tail.trim();
+    let number = leading_number(mib_text);
+    if !mib_text[number.len()..].trim_start().starts_with("MiB") {
+        return None;
+    }
+    let mib = number.parse().ok()?;
+    // The words after the `prefix:` are `<device> <kind>`.
+    let words: Vec<&str> = head.rsplit_once(':')?.1.split_whitespace().collect();
+    let [device, kind] = words[..] else {
+        return None;
+    };
+    Some(LlamaBuffer {
+        kind: kind.to_owned(),
+        device: device.to_owned(),
+        mib,
+    })
 }
 
 /// MiB as llama.cpp prints them (two decimals), so a sum is not shown as 1063.9999999.
@@ -889,5 +1013,179 @@ INFO 08-12 10:00:09 [kv_cache_utils.py:874] Maximum concurrency for 16,384 token
             serde_json::to_string(&ev).unwrap(),
             r#"{"default_scale_lines":[]}"#
         );
+    }
+
+    #[test]
+    fn recorded_llama_cpp_logs_state_weights_flat_and_the_kv_buffer_halved() {
+        // The project's recorded SmolLM2 starts: lines 129 (model), 148 (output), 149 (KV),
+        // 158 (compute). The weights stay 92.10 MiB while the KV buffer falls 45.00 → 23.91.
+        let f16 = parse_startup_log(F16_LOG).device_memory();
+        let q8 = parse_startup_log(Q8_LOG).device_memory();
+        assert_eq!(f16.weights_mib, Some(92.10));
+        assert_eq!(q8.weights_mib, Some(92.10));
+        assert_eq!(f16.kv_cache_mib, Some(45.00));
+        assert_eq!(q8.kv_cache_mib, Some(23.91));
+        // 16.64 compute + 0.19 output; 16.67 + 0.19.
+        assert_eq!(f16.compute_mib, Some(16.83));
+        assert_eq!(q8.compute_mib, Some(16.86));
+        // A CPU server has no CUDA graphs and SmolLM2 no recurrent state: absent, not 0.
+        assert_eq!((f16.cuda_graph_mib, f16.recurrent_state_mib), (None, None));
+        assert_eq!(
+            f16.sources,
+            vec![
+                "weights_mib: startup log line 129",
+                "kv_cache_mib: startup log line 149",
+                "compute_mib: startup log lines 148, 158"
+            ]
+        );
+        // Not a compatibility fact: the observed engine (and the record signed over it) is
+        // the same with or without these lines.
+        // (Blanked, not removed, so every other line keeps its number.)
+        let without: String = F16_LOG
+            .lines()
+            .map(|l| {
+                if l.contains("buffer size") {
+                    "\n".to_owned()
+                } else {
+                    format!("{l}\n")
+                }
+            })
+            .collect();
+        assert_eq!(
+            parse_startup_log(&without).observed(),
+            parse_startup_log(F16_LOG).observed()
+        );
+        assert!(parse_startup_log(&without).device_memory().is_empty());
+    }
+
+    #[test]
+    fn vllm_memory_lines_in_each_wording_and_never_another_unit() {
+        // Synthetic lines in the wordings real logs show (0.10: `took X GiB and N seconds`;
+        // 0.13+: `took X GiB memory and N seconds`).
+        let log = "\
+(EngineCore_0 pid=1) INFO 09-04 01:03:03 [gpu_model_runner.py:2007] Model loading took 14.2488 GiB and 4.422213 seconds
+(EngineCore_0 pid=1) INFO 09-04 01:04:29 [gpu_worker.py:276] Available KV cache memory: 5.01 GiB
+(EngineCore_0 pid=1) INFO 09-04 01:04:32 [gpu_model_runner.py:2708] Graph capturing finished in 3 secs, took 0.50 GiB
+";
+        let m = parse_startup_log(log).device_memory();
+        // 14.2488 × 1024 = 14590.7712; 5.01 × 1024 = 5130.24; 0.50 × 1024 = 512.
+        assert_eq!(m.weights_mib, Some(14590.77));
+        assert_eq!(m.kv_cache_mib, Some(5130.24));
+        assert_eq!(m.cuda_graph_mib, Some(512.0));
+        assert_eq!(m.compute_mib, None);
+        let newer = parse_startup_log(
+            "INFO [gpu_model_runner.py:3659] Model loading took 4.9054 GiB memory and 170.713657 seconds\n",
+        );
+        assert_eq!(newer.device_memory().weights_mib, Some(5023.13));
+        // A figure in MiB, a time alone (`Loading weights took 0.65 seconds`) or an estimate
+        // (`Estimated CUDA graph memory`) is no GiB allocation: nothing read.
+        let fooled = parse_startup_log(
+            "Model loading took 512 MiB and 3.2 seconds\n\
+             Loading weights took 0.65 seconds\n\
+             Estimated CUDA graph memory: 0.81 GiB total\n\
+             Graph capturing finished in 5 secs\n",
+        );
+        assert!(fooled.device_memory().is_empty(), "{fooled:?}");
+    }
+
+    #[test]
+    fn llama_buffers_of_the_first_start_only_and_no_metadata_estimates() {
+        // Synthetic, in the wording of a real Metal log: two starts, a hybrid model's RS buffer,
+        // and an `alloc_compute_meta` estimate that is not an allocation.
+        let log = "\
+system_info: n_threads = 8
+load_tensors:   CPU_Mapped model buffer size =   545.62 MiB
+load_tensors:  MTL0_Mapped model buffer size =  5679.25 MiB
+llama_context:        CPU  output buffer size =     3.79 MiB
+llama_kv_cache:       MTL0 KV buffer size =  1088.00 MiB
+llama_memory_recurrent:       MTL0 RS buffer size =   201.00 MiB
+sched_reserve:       MTL0 compute buffer size =   501.00 MiB
+sched_reserve:        CPU compute buffer size =   144.29 MiB
+alloc_compute_meta:       MTL0 compute buffer size =   101.27 MiB
+system_info: n_threads = 8
+load_tensors:   CPU_Mapped model buffer size =   417.66 MiB
+llama_kv_cache:       MTL0 KV buffer size =  4352.00 MiB
+";
+        let ev = parse_startup_log(log);
+        assert_eq!(ev.llama_buffers.len(), 7);
+        assert_eq!(ev.llama_buffers[1].value.device, "MTL0_Mapped");
+        assert_eq!(ev.llama_buffers[1].value.kind, "model");
+        let m = ev.device_memory();
+        // 545.62 + 5679.25; 501.00 + 144.29 + 3.79.
+        assert_eq!(m.weights_mib, Some(6224.87));
+        assert_eq!(m.kv_cache_mib, Some(1088.0));
+        assert_eq!(m.recurrent_state_mib, Some(201.0));
+        assert_eq!(m.compute_mib, Some(649.08));
+        assert_eq!(m.stated_total_mib(), Some((8162.95, 4)));
+    }
+
+    /// A path under `../shared/realdata/field/`, or `None` with the visible skip line.
+    fn field_log(test: &str, relative: &str) -> Option<String> {
+        let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../../shared/realdata/field")
+            .join(relative);
+        if !path.exists() {
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
+                "{test}: skipped: shared field data not present ({})",
+                path.display()
+            );
+            return None;
+        }
+        Some(std::fs::read_to_string(&path).unwrap())
+    }
+
+    #[test]
+    fn field_logs_state_their_memory_or_leave_it_absent() {
+        let test = "field_logs_state_their_memory_or_leave_it_absent";
+        // Hand-read from each file: (weights, KV, graphs, recurrent state, compute) in MiB.
+        type Want = (
+            Option<f64>,
+            Option<f64>,
+            Option<f64>,
+            Option<f64>,
+            Option<f64>,
+        );
+        let cases: [(&str, Want); 5] = [
+            (
+                "vllm-log/dennislee22-qwen2-7b-a100-0.25gram.log",
+                (Some(14590.77), Some(5130.24), Some(512.0), None, None),
+            ),
+            // Four Ray workers each print 17.2217 GiB: one worker's share, the first.
+            (
+                "vllm-log/dennislee22-gpt-oss-120b-4xa100-ray.log",
+                (Some(17635.02), Some(46407.68), Some(1925.12), None, None),
+            ),
+            // A negative KV budget is a failed start, never a KV figure.
+            (
+                "vllm-log/guardkit-nemotron-4b-fp8kv-startup-failed.log",
+                (Some(5023.13), None, None, None, None),
+            ),
+            // CPU, eager: no memory line at all.
+            (
+                "vllm-log/er0080-opt125m-cpu-v0.25.1-no-kv-memory.log",
+                (None, None, None, None, None),
+            ),
+            // Three starts: the first start's buffers only.
+            (
+                "llamacpp-log/urika-qwen35-9b-metal-q8_0-multistart.log",
+                (Some(6224.87), Some(1088.0), None, Some(201.0), Some(649.08)),
+            ),
+        ];
+        for (file, want) in cases {
+            let Some(text) = field_log(test, file) else {
+                continue;
+            };
+            let m = parse_startup_log(&text).device_memory();
+            let have = (
+                m.weights_mib,
+                m.kv_cache_mib,
+                m.cuda_graph_mib,
+                m.recurrent_state_mib,
+                m.compute_mib,
+            );
+            assert_eq!(have, want, "{file}: {:?}", m.sources);
+        }
     }
 }

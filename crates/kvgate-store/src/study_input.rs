@@ -42,11 +42,13 @@ use kvgate_core::analysis::{
 use kvgate_core::evidence::{CellEvidence, EvidenceKind};
 use kvgate_core::fixtures::FixtureItem;
 use kvgate_core::manifest::Manifest;
+use kvgate_core::metrics::{run_series, CanonicalMetric, MetricPoint};
 use kvgate_core::operating_point::RunArrivals;
 use kvgate_core::pairing::item_prompt_sha256;
 use kvgate_core::policy::ItemStrata;
 use kvgate_core::review::AuditKind;
 use kvgate_core::test_cell::TestCell;
+use kvgate_formats::startup_log::parse_startup_log;
 use serde_json::Value;
 
 /// Why a study could not be loaded.
@@ -158,6 +160,45 @@ pub async fn load_study(
             if let Some(kind) = EvidenceKind::parse(&e.kind) {
                 evidence[ci].absorb(cell, run.id, kind, &e.source_name, &e.text);
             }
+            // Read from the verbatim log (older runs included), beside the KV capacity.
+            if EvidenceKind::parse(&e.kind) == Some(EvidenceKind::StartupLog) {
+                let memory = parse_startup_log(&e.text).device_memory();
+                if !memory.is_empty() {
+                    let cell_memory = cell
+                        .capacity
+                        .device_memory
+                        .get_or_insert_with(Default::default);
+                    cell_memory.fold(run.id, memory);
+                }
+            }
+        }
+        let points: Vec<MetricPoint> = store
+            .run_scrapes(run.id)
+            .await?
+            .into_iter()
+            // A failed scrape (`{"error": …}`) carries no values: a gap, not zeros.
+            .filter_map(|s| {
+                let read: Value = serde_json::from_str(&s.values_json).ok()?;
+                // A name this version does not know is skipped, not the whole scrape.
+                let values = read["values"]
+                    .as_object()?
+                    .iter()
+                    .filter_map(|(k, v)| {
+                        let metric: CanonicalMetric =
+                            serde_json::from_value(Value::String(k.clone())).ok()?;
+                        Some((metric, v.as_f64()?))
+                    })
+                    .collect();
+                Some(MetricPoint {
+                    at_ms: s.at_ms,
+                    values,
+                })
+            })
+            .collect();
+        if !points.is_empty() {
+            cell.capacity
+                .metric_series
+                .push(run_series(run.id, &points));
         }
         let kind = run.kind;
         run_slot.insert(run.id, (ci, cell.runs.len()));

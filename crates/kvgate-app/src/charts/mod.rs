@@ -16,6 +16,7 @@ mod envelope;
 mod forest;
 mod goodput;
 mod latency;
+mod load;
 pub mod raster;
 mod svg;
 mod text;
@@ -130,6 +131,8 @@ pub enum ChartSpec {
         class: String,
         metric: EnvelopeMetric,
     },
+    /// One cell's KV usage, waiting, running and preemptions over the run clock, restarts marked.
+    Load { cell: String },
 }
 
 /// One drawn mark in words: what a reader who does not see the chart needs.
@@ -192,6 +195,8 @@ pub struct StudyCharts {
     /// One per policy class and envelope figure; empty when no cell was measured at an offered
     /// rate (nothing to put on the axis).
     pub envelope: Vec<Chart>,
+    /// One per cell: its engine load over time.
+    pub load: Vec<Chart>,
 }
 
 /// What a chart module returns: its drawing and what it says in words; [`render`] frames it
@@ -255,6 +260,7 @@ pub fn render(a: &StudyAnalysis, spec: &ChartSpec) -> Chart {
         ChartSpec::Cdf { class, metric } => cdf::draw(a, class, *metric),
         ChartSpec::Capacity { axis } => capacity::draw(a, *axis),
         ChartSpec::Envelope { class, metric } => envelope::draw(a, class, *metric),
+        ChartSpec::Load { cell } => load::draw(a, cell),
     };
     let desc = description(a, &d.note, &d.marks, &d.not_drawn);
     let svg = svg::document(
@@ -326,6 +332,17 @@ pub fn study_charts(a: &StudyAnalysis) -> StudyCharts {
         envelope: envelope_specs(a, &EnvelopeMetric::ALL)
             .iter()
             .map(|spec| render(a, spec))
+            .collect(),
+        load: cell_names(a)
+            .into_iter()
+            .map(|cell| {
+                render(
+                    a,
+                    &ChartSpec::Load {
+                        cell: cell.to_owned(),
+                    },
+                )
+            })
             .collect(),
     }
 }

@@ -86,6 +86,51 @@ pub fn cells(a: &StudyAnalysis) -> Table {
             col(&|x| x.capacity.engine_kv_tokens.and_then(int)),
         )
         .with("engine_kv_mib", fcol(&|x| x.capacity.engine_kv_mib))
+        .with(
+            "device_weights_mib",
+            fcol(&|x| {
+                x.capacity
+                    .device_memory
+                    .as_ref()
+                    .and_then(|m| m.weights_mib)
+            }),
+        )
+        .with(
+            "device_kv_cache_mib",
+            fcol(&|x| {
+                x.capacity
+                    .device_memory
+                    .as_ref()
+                    .and_then(|m| m.kv_cache_mib)
+            }),
+        )
+        .with(
+            "device_cuda_graph_mib",
+            fcol(&|x| {
+                x.capacity
+                    .device_memory
+                    .as_ref()
+                    .and_then(|m| m.cuda_graph_mib)
+            }),
+        )
+        .with(
+            "device_recurrent_state_mib",
+            fcol(&|x| {
+                x.capacity
+                    .device_memory
+                    .as_ref()
+                    .and_then(|m| m.recurrent_state_mib)
+            }),
+        )
+        .with(
+            "device_compute_mib",
+            fcol(&|x| {
+                x.capacity
+                    .device_memory
+                    .as_ref()
+                    .and_then(|m| m.compute_mib)
+            }),
+        )
         .with("kv_usage_max", fcol(&|x| x.capacity.kv_usage_max))
         .with("preemptions_delta", fcol(&|x| x.capacity.preemptions_delta))
         .with(

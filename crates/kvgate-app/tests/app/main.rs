@@ -6,6 +6,7 @@ mod contract;
 mod files;
 mod imports;
 mod interventions;
+mod load_series;
 mod manifests;
 mod packet;
 mod pairs;

@@ -139,11 +139,27 @@ fn policy_lock_then_analyze_prints_one_json_document() {
         assert!(g.get(key).is_some(), "{key} missing in {g}");
     }
 
+    // Device memory from the recorded startup logs: the weights stay 92.10 MiB while the KV
+    // buffer falls 45.00 → 23.91 MiB; no CUDA graphs on a CPU server (absent, not 0).
+    let memory = |c: &serde_json::Value, key: &str| c["capacity"]["device_memory"][key].clone();
+    assert_eq!(memory(&cells[0], "weights_mib"), 92.1);
+    assert_eq!(memory(&cells[1], "weights_mib"), 92.1);
+    assert_eq!(memory(&cells[0], "kv_cache_mib"), 45.0);
+    assert_eq!(memory(&cells[1], "kv_cache_mib"), 23.91);
+    assert!(memory(&cells[0], "cuda_graph_mib").is_null());
+
     // The human form names the policy and the decision.
     let out = kvgate(&db, &["analyze", "--study", "cpu"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
     assert!(text.contains(&sha) && text.contains("decision:"), "{text}");
+    assert!(
+        text.contains(
+            "device memory: weights 92.10 MiB · KV cache 23.91 MiB · compute 16.86 MiB \
+             (not stated: CUDA graphs, recurrent state)"
+        ),
+        "{text}"
+    );
 }
 
 /// Study `cpu` with B0 and a Q8 whose weights differ from B0's: a held-constant finding.

@@ -132,6 +132,14 @@ pub struct CapacityEvidence {
     pub engine_kv_tokens: Option<u64>,
     /// KV cache size in MiB as the engine reported it.
     pub engine_kv_mib: Option<f64>,
+    /// Allocated device memory the engine's startup log states (weights, KV pool, CUDA graphs,
+    /// working buffers), beside the KV capacity; absent when no log of the cell states any.
+    #[serde(default)]
+    pub device_memory: Option<crate::device_memory::DeviceMemory>,
+    /// Each run's engine-wide load over its own clock (KV usage, waiting, running, preemption
+    /// deltas) with its restarts; runs without scrapes are left out.
+    #[serde(default)]
+    pub metric_series: Vec<crate::metrics::RunSeries>,
     /// Highest KV usage share seen in the scrapes.
     pub kv_usage_max: Option<f64>,
     /// Highest number of waiting requests seen in the scrapes.

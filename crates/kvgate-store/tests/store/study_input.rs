@@ -222,3 +222,166 @@ async fn legacy_rows_pair_with_the_recomputed_digest_and_an_unknown_corpus_is_na
     assert_eq!(q8.corpus_mismatches.len(), 1);
     assert_eq!(q8.corpus_mismatches[0].run, lost);
 }
+
+/// A finished load run of `manifest_id` with no requests whose only evidence is `log`.
+async fn run_with_log(store: &Store, sid: i64, manifest_id: i64, log: &str) -> i64 {
+    run_with(store, sid, manifest_id, log, &[]).await
+}
+
+/// The same with its scrapes.
+async fn run_with(
+    store: &Store,
+    sid: i64,
+    manifest_id: i64,
+    log: &str,
+    scrapes: &[kvgate_store::MetricScrapeRow],
+) -> i64 {
+    let config = json!({"kind": "load"});
+    let run = store
+        .create_run(&NewRun {
+            study_id: sid,
+            manifest_id,
+            kind: RunKind::Load,
+            label: "load".into(),
+            provenance: RunProvenance::Recorded,
+            config_json: config.to_string(),
+            config_sha256: kvgate_core::canonical::canonical_sha256(&config),
+            wall_anchor_unix_ms: 1_780_000_000_000,
+            started_at: "2026-12-01T10:00:00.000Z".into(),
+            owner_pid: None,
+        })
+        .await
+        .unwrap();
+    let evidence = kvgate_store::RunEvidence {
+        kind: "startup_log".into(),
+        source_name: "server.log".into(),
+        sha256: kvgate_core::canonical::sha256_hex(log.as_bytes()),
+        text: log.into(),
+        parsed_json: None,
+    };
+    store
+        .finish_run(
+            run.id,
+            RunState::Completed,
+            Some(1000.0),
+            Some(0),
+            None,
+            &[],
+            &[evidence],
+            scrapes,
+        )
+        .await
+        .unwrap();
+    run.id
+}
+
+/// Device memory is read from the verbatim stored logs (a stored parse is not needed): the
+/// recorded f16 and q8_0 starts show the weights flat and the KV buffer nearly halved; a cell
+/// whose second run states another KV buffer names it; a log without memory lines leaves the
+/// cell's memory absent, not 0.
+#[tokio::test]
+async fn device_memory_is_read_from_each_cells_stored_startup_logs() {
+    const F16: &str = include_str!("../../../../fixtures/evidence/llamacpp-f16-startup.log");
+    const Q8_LOG: &str = include_str!("../../../../fixtures/evidence/llamacpp-q8_0-startup.log");
+    let (_dir, store) = fresh().await;
+    let sid = store
+        .insert_study(
+            &NewStudy {
+                name: "memory".into(),
+                description: String::new(),
+            },
+            Provenance::User,
+        )
+        .await
+        .unwrap()
+        .id;
+    let b0 = frozen(&store, sid, "B0", B0).await;
+    let q8 = frozen(&store, sid, "Q8", Q8).await;
+    let first = run_with_log(&store, sid, b0, F16).await;
+    // A second B0 run against a server that printed the q8_0 buffers: a difference, named.
+    let second = run_with_log(&store, sid, b0, Q8_LOG).await;
+    run_with_log(
+        &store,
+        sid,
+        q8,
+        "synthetic: a log without any memory line\n",
+    )
+    .await;
+    let input = load_study(&store, sid, &mut |_: &CorpusRef| Err("none".into()))
+        .await
+        .unwrap();
+    let b0_memory = input.cells[0].capacity.device_memory.clone().unwrap();
+    assert_eq!(b0_memory.weights_mib, Some(92.10));
+    assert_eq!(b0_memory.kv_cache_mib, Some(45.00));
+    assert_eq!(b0_memory.compute_mib, Some(16.83));
+    assert_eq!(b0_memory.cuda_graph_mib, None);
+    assert_eq!(
+        b0_memory.sources[0],
+        format!("weights_mib: run {first}, startup log line 129")
+    );
+    assert_eq!(
+        b0_memory.differences,
+        vec![
+            format!("kv_cache_mib: run {second} states 23.91 MiB, not 45"),
+            format!("compute_mib: run {second} states 16.86 MiB, not 16.83"),
+        ]
+    );
+    assert_eq!(input.cells[1].capacity.device_memory, None);
+}
+
+/// Each run's scrapes become its series on its own clock: a failed scrape is a gap, the
+/// preemption delta after a restart counts from 0 (never negative) and the restart is marked.
+#[tokio::test]
+async fn each_runs_scrapes_become_its_load_series_with_restarts() {
+    let (_dir, store) = fresh().await;
+    let sid = store
+        .insert_study(
+            &NewStudy {
+                name: "series".into(),
+                description: String::new(),
+            },
+            Provenance::User,
+        )
+        .await
+        .unwrap()
+        .id;
+    let b0 = frozen(&store, sid, "B0", B0).await;
+    let row = |at_ms: f64, values: serde_json::Value| kvgate_store::MetricScrapeRow {
+        at_ms,
+        values_json: values.to_string(),
+    };
+    // Synthetic vLLM-shaped scrapes: 3 preemptions, then a restart (7 → 2).
+    let scrapes = [
+        row(
+            0.0,
+            json!({"values": {"preemptions_total": 4.0, "kv_cache_usage": 0.5, "requests_waiting": 1.0}}),
+        ),
+        row(1_000.0, json!({"error": "connection refused"})),
+        row(
+            2_000.0,
+            json!({"values": {"preemptions_total": 7.0, "kv_cache_usage": 0.9, "requests_running": 12.0}}),
+        ),
+        row(
+            3_000.0,
+            json!({"values": {"preemptions_total": 2.0, "a_metric_from_later": 1.0}}),
+        ),
+    ];
+    let with = run_with(&store, sid, b0, "synthetic\n", &scrapes).await;
+    let without = run_with_log(&store, sid, b0, "synthetic\n").await;
+    let input = load_study(&store, sid, &mut |_: &CorpusRef| Err("none".into()))
+        .await
+        .unwrap();
+    let series = &input.cells[0].capacity.metric_series;
+    // The run without scrapes has no series (not an empty one drawn flat).
+    assert_eq!(series.len(), 1);
+    assert_ne!(series[0].run_id, without);
+    let s = &series[0];
+    assert_eq!(s.run_id, with);
+    let at: Vec<f64> = s.points.iter().map(|p| p.at_ms).collect();
+    assert_eq!(at, [0.0, 2_000.0, 3_000.0]);
+    let deltas: Vec<Option<f64>> = s.points.iter().map(|p| p.preemptions_delta).collect();
+    assert_eq!(deltas, [None, Some(3.0), Some(2.0)]);
+    assert_eq!(s.restarts_at_ms, [3_000.0]);
+    assert_eq!(s.points[1].kv_usage, Some(0.9));
+    assert_eq!(s.points[2].kv_usage, None);
+}

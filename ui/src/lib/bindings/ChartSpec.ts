@@ -7,4 +7,4 @@ import type { LatencyMetric } from "./LatencyMetric";
 /**
  * What to draw.
  */
-export type ChartSpec = { "chart": "forest", cell: string | null, marginals: boolean, } | { "chart": "goodput" } | { "chart": "latency", metric: LatencyMetric, } | { "chart": "cdf", class: string, metric: CdfMetric, } | { "chart": "capacity", axis: CapacityAxis, } | { "chart": "envelope", class: string, metric: EnvelopeMetric, };
+export type ChartSpec = { "chart": "forest", cell: string | null, marginals: boolean, } | { "chart": "goodput" } | { "chart": "latency", metric: LatencyMetric, } | { "chart": "cdf", class: string, metric: CdfMetric, } | { "chart": "capacity", axis: CapacityAxis, } | { "chart": "envelope", class: string, metric: EnvelopeMetric, } | { "chart": "load", cell: string, };

@@ -26,4 +26,8 @@ capacity: Array<Chart>,
  * One per policy class and envelope figure; empty when no cell was measured at an offered
  * rate (nothing to put on the axis).
  */
-envelope: Array<Chart>, };
+envelope: Array<Chart>, 
+/**
+ * One per cell: its engine load over time.
+ */
+load: Array<Chart>, };

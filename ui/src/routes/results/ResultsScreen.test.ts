@@ -78,7 +78,7 @@ describe('Results screen', () => {
       expect(within(card).getByTestId('cell-provenance').textContent).toBe('synthetic demo');
     }
     const images = document.querySelectorAll('img');
-    expect(images.length).toBe(6);
+    expect(images.length).toBe(7);
     for (const img of images) expect(decodeURIComponent(img.src)).toContain('Data: synthetic demo');
   });
 
@@ -147,6 +147,20 @@ describe('Results screen', () => {
     expect(fit.textContent?.replace(/\s+/g, ' ')).toContain('Reduce admission to 21 sequences');
   });
 
+  it('shows device memory beside KV capacity, absent parts as absent, never 0', async () => {
+    ipcMock.studyResults.mockResolvedValue(resultsOf());
+    setup();
+    const cards = await screen.findAllByTestId('cell-card');
+    const b0 = cards.find((c) => c.dataset['cell'] === 'B0')!;
+    expect(within(b0).getByTestId('memory-weights').textContent).toBe('92.10 MiB');
+    expect(within(b0).getByTestId('memory-kv').textContent).toBe('45.00 MiB');
+    expect(within(b0).getByTestId('memory-graphs').textContent).toBe('absent');
+    expect(within(b0).getByTestId('memory-sources').textContent).toContain('startup log line 149');
+    const c1 = cards.find((c) => c.dataset['cell'] === 'C1')!;
+    expect(within(c1).queryByTestId('cell-device-memory')).toBeNull();
+    expect(within(c1).getByTestId('cell-device-memory-absent').textContent).toContain('absent');
+  });
+
   it('opens the run a figure came from', async () => {
     ipcMock.studyResults.mockResolvedValue(resultsOf());
     const { onopenrun } = setup();
@@ -170,6 +184,7 @@ describe('Results screen', () => {
       ['latency', drawn.charts.latency[0]!],
       ['latency-cdf', drawn.charts.cdf[0]!],
       ['capacity', drawn.charts.capacity[0]!],
+      ['load', drawn.charts.load[0]!],
     ] as const;
     for (const [id, c] of shown) {
       const frame = screen.getByTestId(`chart-${id}`);
@@ -219,7 +234,13 @@ describe('Results screen', () => {
     await screen.findByTestId('results-header');
     const envelope = screen.getByTestId('chart-envelope');
     const metric = within(envelope).getByTestId('chart-envelope-metric') as HTMLSelectElement;
-    expect([...metric.options].map((o) => o.textContent)).toEqual(['goodput', 'good share', 'ttft p90', 'e2e p90', 'cost']);
+    expect([...metric.options].map((o) => o.textContent)).toEqual([
+      'useful goodput',
+      'good share',
+      'TTFT p90',
+      'end-to-end p90',
+      'cost per good response',
+    ]);
     expect(within(envelope).getByTestId('envelope-point').textContent).toBe('B0 · short at 2.00 req/s: goodput');
     await fireEvent.change(metric, { target: { value: '4' } });
     expect(within(envelope).getByTestId('envelope-point').textContent).toBe('B0 · short at 2.00 req/s: cost');

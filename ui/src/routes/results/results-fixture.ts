@@ -132,6 +132,19 @@ export function cell(name: string, patch: Partial<Cell> = {}): Cell {
     capacity: {
       engine_kv_tokens: baseline ? 100_000 : 200_000,
       engine_kv_mib: null,
+      // Synthetic figures in the shape of the recorded SmolLM2 f16 start; C1 states none.
+      device_memory: baseline
+        ? {
+            weights_mib: 92.1,
+            kv_cache_mib: 45,
+            cuda_graph_mib: null,
+            recurrent_state_mib: null,
+            compute_mib: 16.83,
+            sources: ['weights_mib: run 2, startup log line 129', 'kv_cache_mib: run 2, startup log line 149'],
+            differences: [],
+          }
+        : null,
+      metric_series: [],
       kv_usage_max: 0.42,
       waiting_max: null,
       running_max: 8,
@@ -300,10 +313,24 @@ export function charts(patch: Partial<StudyCharts> = {}): StudyCharts {
         marks: [mark('B0', 'B0: 100,000'), mark('C1', 'C1: 200,000')],
       }),
     ),
-    envelope: (['goodput', 'good_share', 'ttft_p90', 'e2e_p90', 'cost'] as const).map((metric) =>
-      chart(`envelope-short-${metric.replace('_', '-')}`, { chart: 'envelope', class: 'short', metric }, {
-        choice: metric.replace('_', ' '),
+    envelope: (
+      [
+        ['goodput', 'useful goodput'],
+        ['good_share', 'good share'],
+        ['ttft_p90', 'TTFT p90'],
+        ['e2e_p90', 'end-to-end p90'],
+        ['cost', 'cost per good response'],
+      ] as const
+    ).map(([metric, choice]) =>
+      chart(`envelope-short-${metric}`, { chart: 'envelope', class: 'short', metric }, {
+        choice,
         marks: [mark('B0', `B0 · short at 2.00 req/s: ${metric}`, { class: 'short' })],
+      }),
+    ),
+    load: ['B0', 'C1'].map((cell) =>
+      chart(`load-${cell.toLowerCase()}`, { chart: 'load', cell }, {
+        choice: cell,
+        marks: [mark(cell, `${cell} run 1: KV cache usage over 3 scrapes, highest 80.0%`)],
       }),
     ),
     ...patch,
