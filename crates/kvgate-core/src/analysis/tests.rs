@@ -74,10 +74,12 @@ fn manifest(name: &str) -> crate::manifest::Manifest {
 fn arrivals(kind: RunKind) -> RunArrivals {
     match kind {
         RunKind::Load => RunArrivals {
+            client_concurrency: None,
             offered: crate::operating_point::OfferedLoad::Rate { per_s: 1.0 },
             identity: Some("poisson 1 /s, seed 1".into()),
         },
         RunKind::Quality => RunArrivals {
+            client_concurrency: None,
             offered: crate::operating_point::OfferedLoad::Concurrency { requests: 1 },
             identity: Some("quality pass × 1, seed 1".into()),
         },
@@ -920,6 +922,7 @@ fn a_candidate_run_over_another_corpus_is_flagged_and_its_foreign_items_not_pair
 fn at_rate(run_id: i64, per_s: f64, good: usize) -> RunInput {
     let mut r = load(run_id, Vec::new());
     r.arrivals = RunArrivals {
+        client_concurrency: None,
         offered: OfferedLoad::Rate { per_s },
         identity: Some(format!("poisson {per_s} /s, seed 1")),
     };
@@ -1035,6 +1038,7 @@ fn arrival_traces_that_differ_are_not_compared() {
         let mut r = at_rate(run_id, 1.0, good);
         let sha = sha.to_string().repeat(64);
         r.arrivals = RunArrivals {
+            client_concurrency: None,
             offered: OfferedLoad::Trace {
                 sha256: sha.clone(),
             },
@@ -1595,6 +1599,7 @@ fn the_class_that_fails_first_sets_the_knee() {
     let at = |run_id, per_s, late_long: bool| {
         let mut r = class_run(run_id, 10, 10);
         r.arrivals = RunArrivals {
+            client_concurrency: None,
             offered: OfferedLoad::Rate { per_s },
             identity: Some(format!("poisson {per_s} /s, seed 1")),
         };
@@ -1635,6 +1640,7 @@ fn slo_only_and_rateless_points_are_shown_but_never_make_a_knee() {
     }
     let mut all_at_once = at_rate(2, 1.0, 10);
     all_at_once.arrivals = RunArrivals {
+        client_concurrency: None,
         offered: OfferedLoad::Unbounded,
         identity: None,
     };
@@ -1839,4 +1845,61 @@ fn the_envelope_gate_names_a_class_without_requests_at_the_target() {
     // The short class stands level with B0 (does not qualify), so the gate does not either.
     assert_eq!(gate(&a.cells[1], "short").status, GateStatus::DoesNot);
     assert_eq!(a.cells[1].decision.goodput_qualifies, Some(false));
+}
+
+/// A run imported from a `vllm bench serve` result whose header is `header` (synthetic), with
+/// ten requests of which `good` meet every SLO (see [`at_rate`]).
+fn imported(run_id: i64, header: serde_json::Value, good: usize) -> RunInput {
+    let mut r = at_rate(run_id, 1.0, good);
+    let config = serde_json::json!({"import": {"format": "vllm_bench"}, "source_config": header});
+    r.arrivals = RunArrivals::from_config(RunKind::Load, &config);
+    r
+}
+
+/// An imported sweep: results at 1, 2 and 4 /s (good shares 1.0, 0.9, 0.6), a second 2 /s result
+/// under a client cap of 2 (0.9), and an `inf` result (1.0). Bar 0.85: the knee is 2 /s, where
+/// both caps pass; the capped 2 /s result is its own point, not a repeat of the uncapped one; the
+/// `inf` result is shown with no rate and, though every request was good, never the knee.
+#[test]
+fn an_imported_sweep_lands_each_result_on_its_point_and_the_knee_reads_the_rates() {
+    use serde_json::json;
+    let p = envelope_policy(0.85);
+    let runs = vec![
+        imported(1, json!({"request_rate": 4.0, "max_concurrency": null}), 6),
+        imported(2, json!({"request_rate": 1.0}), 10),
+        imported(3, json!({"request_rate": 2.0, "max_concurrency": null}), 9),
+        imported(4, json!({"request_rate": 2.0, "max_concurrency": 2}), 9),
+        imported(5, json!({"request_rate": "inf", "max_concurrency": 2}), 10),
+    ];
+    let input = runs_only(vec![cell("B0", TestCell::B0, runs)]);
+    let c = &analyze(&p, &input).cells[0];
+    let pts = points_of(c, "short");
+    let seen: Vec<(Option<f64>, Option<u32>, Vec<i64>)> = pts
+        .iter()
+        .map(|p| (p.offered_rps, p.client_concurrency, p.runs.clone()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (Some(1.0), None, vec![2]),
+            (Some(2.0), None, vec![3]),
+            (Some(2.0), Some(2), vec![4]),
+            (Some(4.0), None, vec![1]),
+            (None, Some(2), vec![5]),
+        ],
+        "two client caps at 2 /s are two points, one run each"
+    );
+    assert!(pts.iter().all(|p| p.repeats == 1));
+    // The server's limit stays the manifest's (8), whatever the client capped.
+    assert!(pts.iter().all(|p| p.admission_limit == Some(8)));
+    assert_eq!(pts[4].offered, OfferedLoad::Unbounded);
+    assert_eq!(pts[4].good_share, Some(1.0));
+    assert_eq!(pts[3].good_share, Some(0.6));
+    assert_eq!(c.knee_rps, Some(2.0));
+    // The capped 2 /s point failing the bar (0.8 < 0.85) pulls the knee down to 1 /s: a rate
+    // holds only when it holds under every cap it was measured at.
+    let mut runs = input.cells[0].runs.clone();
+    runs[3] = imported(4, json!({"request_rate": 2.0, "max_concurrency": 2}), 8);
+    let input = runs_only(vec![cell("B0", TestCell::B0, runs)]);
+    assert_eq!(analyze(&p, &input).cells[0].knee_rps, Some(1.0));
 }
