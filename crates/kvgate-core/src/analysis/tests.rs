@@ -1903,3 +1903,36 @@ fn an_imported_sweep_lands_each_result_on_its_point_and_the_knee_reads_the_rates
     let input = runs_only(vec![cell("B0", TestCell::B0, runs)]);
     assert_eq!(analyze(&p, &input).cells[0].knee_rps, Some(1.0));
 }
+
+/// At the target load the envelope gate reads B0 under the candidate's client cap: B0's capped
+/// 2 /s run (all 10 good, listed first) is another experiment than C2's uncapped runs, so C2's
+/// 100 % is read against B0's uncapped 50 % and qualifies; read against the capped run it
+/// would have been the same standing.
+#[test]
+fn the_envelope_gate_reads_b0_under_the_candidates_client_cap() {
+    let mut p = envelope_policy(0.9);
+    p.target_offered_load_rps = Some(2.0);
+    let mut capped = at_rate(1, 2.0, 10);
+    capped.arrivals.client_concurrency = Some(2);
+    let input = runs_only(vec![
+        cell(
+            "B0",
+            TestCell::B0,
+            vec![capped, at_rate(2, 2.0, 5), at_rate(5, 2.0, 5)],
+        ),
+        cell(
+            "C2",
+            TestCell::C2,
+            vec![at_rate(3, 2.0, 10), at_rate(4, 2.0, 10)],
+        ),
+    ]);
+    let a = analyze(&p, &input);
+    let b0_points: Vec<(Option<u32>, Vec<i64>)> = points_of(&a.cells[0], "short")
+        .iter()
+        .map(|p| (p.client_concurrency, p.runs.clone()))
+        .collect();
+    assert_eq!(b0_points, [(Some(2), vec![1]), (None, vec![2, 5])]);
+    let g = gate(&a.cells[1], "short");
+    assert_eq!(g.status, GateStatus::Qualifies, "{g:?}");
+    assert!(g.reason.contains("B0 has 50.0%"), "{}", g.reason);
+}
