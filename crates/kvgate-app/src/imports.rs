@@ -21,8 +21,8 @@ use kvgate_core::metrics::{normalize, summarize, EngineProfile, MetricPoint};
 use kvgate_core::run::RequestStatus;
 use kvgate_formats::import::mapping::ColumnMapping;
 use kvgate_formats::import::{
-    self, jsonl, Granularity, ImportError, ImportFormat, ImportWarning, ParsedImport, ParsedRun,
-    ReadProgress,
+    self, aiperf, jsonl, Granularity, ImportError, ImportFormat, ImportWarning, ParsedImport,
+    ParsedRun, ReadProgress,
 };
 use kvgate_formats::prometheus::{observed_from_cache_config_info, parse_exposition};
 use kvgate_formats::run_file::parse_run_file;
@@ -306,6 +306,26 @@ fn import_error(err: ImportError) -> AppError {
     }
 }
 
+/// AIPerf's per-request export records no load settings; its run summary, written beside it,
+/// does: when that file is there, each run's point is read from it (a malformed one is an error
+/// naming it, never skipped silently).
+fn attach_aiperf_summary(export: &Path, parsed: &mut ParsedImport) -> Result<(), AppError> {
+    let Some(summary) = export
+        .parent()
+        .map(|dir| dir.join(aiperf::SUMMARY_FILE))
+        .filter(|p| p.is_file())
+    else {
+        return Ok(());
+    };
+    let name = summary.display().to_string();
+    let bytes = std::fs::read(&summary).map_err(|e| invalid(format!("cannot read {name}: {e}")))?;
+    let text = String::from_utf8_lossy(&bytes);
+    let config =
+        aiperf::summary_input_config(&import::Source::new(&name), &text).map_err(import_error)?;
+    aiperf::attach_summary(parsed, aiperf::SUMMARY_FILE, &sha256_hex(&bytes), &config);
+    Ok(())
+}
+
 /// Reads (and hashes) one file. Blocking: called on a blocking thread.
 fn read_file(input: ImportInput, progress: &ReadProgress) -> Result<ReadFile, AppError> {
     let path = Path::new(&input.path);
@@ -380,6 +400,13 @@ fn read_file(input: ImportInput, progress: &ReadProgress) -> Result<ReadFile, Ap
             Content::Parsed(parsed)
         }
     };
+    let mut content = content;
+    if let Content::Parsed(parsed) = &mut content {
+        if input.format == ImportFormat::Aiperf {
+            attach_aiperf_summary(path, parsed)?;
+        }
+        import::note_unknown_points(parsed, &source_name);
+    }
     // Whatever the parser did not need still belongs to the file's digest.
     io::copy(&mut reader, &mut io::sink())
         .map_err(|e| import_error(import::Source::new(&source_name).io(e)))?;

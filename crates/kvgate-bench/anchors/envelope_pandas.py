@@ -255,6 +255,8 @@ def main():
             "cell": cell,
             "offered_rps": float(rate),
             "admission_limit": int(admission),
+            # KV Gate's own open-loop runs set no client cap on requests in flight.
+            "client_concurrency": None,
             "class": names[c],
             "repeats": len(rows),
             "runs": sorted(int(r) for r in rows["run_id"]),

@@ -447,10 +447,11 @@ fn build_workspace(kvgate: &Path, db: &Path, dir: &Path, n: usize) -> Result<(),
 }
 
 /// The fields of an envelope point the check knows (`offered` is compared as `offered_rps`).
-const ENVELOPE_FIELDS: [&str; 16] = [
+const ENVELOPE_FIELDS: [&str; 17] = [
     "offered_rps",
     "offered",
     "admission_limit",
+    "client_concurrency",
     "class",
     "repeats",
     "runs",
@@ -539,6 +540,7 @@ fn check(ours: &Value, theirs: &Value) -> Result<usize, String> {
             };
             for field in [
                 "admission_limit",
+                "client_concurrency",
                 "repeats",
                 "good",
                 "cohort",
@@ -847,13 +849,13 @@ mod tests {
     #[test]
     fn the_check_counts_agreeing_figures_and_names_the_first_that_differs() {
         let (ours, theirs) = pair();
-        // 7 fields, the runs, 2 × 5 summary figures, 3 SLO shares, 2 × 4 latency figures, the
+        // 8 fields, the runs, 2 × 5 summary figures, 3 SLO shares, 2 × 4 latency figures, the
         // knee.
-        assert_eq!(check(&ours, &theirs), Ok(30));
+        assert_eq!(check(&ours, &theirs), Ok(31));
         let mut off = theirs.clone();
         off["envelope"][0]["good_share_repeats"]["ci_high"] = json!(5.99 + 1e-6);
         let err = check(&ours, &off).unwrap_err();
-        assert!(err.contains("1 of 30"), "{err}");
+        assert!(err.contains("1 of 31"), "{err}");
         let mut slower = theirs.clone();
         slower["envelope"][0]["ttft_ms"]["p99"] = json!(911.5);
         assert!(check(&ours, &slower)

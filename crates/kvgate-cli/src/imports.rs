@@ -1,7 +1,7 @@
 //! `kvgate import`: files other tools wrote, into one cell of a study, atomically.
 
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -31,7 +31,8 @@ pub struct ImportArgs {
     /// Print the stored imports as JSON instead of summary lines
     #[arg(long)]
     json: bool,
-    /// Files to import; each is one atomic import
+    /// Files to import; each is one atomic import. With vllm-bench, a `vllm bench sweep` output
+    /// folder stands for its `run=N.json` results: all are read first, none stored if one fails
     #[arg(required = true)]
     files: Vec<PathBuf>,
 }
@@ -128,6 +129,68 @@ fn print_summary(s: &ImportSummary) {
     }
 }
 
+/// A `vllm bench sweep` result: `run=N.json` (N the repeat), beside the combination's
+/// `summary.json`, which repeats the runs and is not read.
+fn sweep_run_number(path: &Path) -> Option<u64> {
+    let name = path.file_name()?.to_str()?;
+    name.strip_prefix("run=")?
+        .strip_suffix(".json")?
+        .parse()
+        .ok()
+}
+
+fn collect_sweep(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), AppError> {
+    let entries = std::fs::read_dir(dir).map_err(|e| {
+        AppError::new(
+            ErrorCode::InvalidInput,
+            format!("cannot read {}: {e}", dir.display()),
+        )
+    })?;
+    for entry in entries {
+        let path = entry
+            .map_err(|e| {
+                AppError::new(
+                    ErrorCode::InvalidInput,
+                    format!("cannot read {}: {e}", dir.display()),
+                )
+            })?
+            .path();
+        if path.is_dir() {
+            collect_sweep(&path, out)?;
+        } else if sweep_run_number(&path).is_some() {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// The files a folder stands for: a `vllm bench sweep` output's results, each combination's
+/// runs in repeat order; any other format takes files only.
+fn expand_folder(dir: &Path, format: ImportFormat) -> Result<Vec<PathBuf>, AppError> {
+    if format != ImportFormat::VllmBench {
+        return Err(AppError::new(
+            ErrorCode::InvalidInput,
+            format!(
+                "{}: expected a file, found a folder (a folder is read only as a `vllm bench sweep` output, with --format vllm-bench)",
+                dir.display()
+            ),
+        ));
+    }
+    let mut files = Vec::new();
+    collect_sweep(dir, &mut files)?;
+    if files.is_empty() {
+        return Err(AppError::new(
+            ErrorCode::InvalidInput,
+            format!(
+                "{}: expected a `vllm bench sweep` output folder with run=N.json results, found none",
+                dir.display()
+            ),
+        ));
+    }
+    files.sort_by(|a, b| (a.parent(), sweep_run_number(a)).cmp(&(b.parent(), sweep_run_number(b))));
+    Ok(files)
+}
+
 pub async fn run(app: &App, args: ImportArgs) -> Result<Outcome, AppError> {
     let study = app.study_by_name(&args.study).await?;
     let mapping = args
@@ -136,18 +199,51 @@ pub async fn run(app: &App, args: ImportArgs) -> Result<Outcome, AppError> {
         .map(ColumnMapping::parse_spec)
         .transpose()
         .map_err(|e| AppError::new(ErrorCode::InvalidInput, format!("--map: {e}")))?;
+    let input = |path: &Path| ImportInput {
+        study_id: study.id,
+        cell: args.cell.clone(),
+        format: args.format,
+        path: path.display().to_string(),
+        mapping: mapping.clone(),
+        job: None,
+    };
     let mut done = Vec::new();
     for file in &args.files {
+        if file.is_dir() {
+            // A sweep is read whole before any of it is stored: a bad result stores nothing.
+            // (The workbench keeps one previewed reading at a time, so each is read again to
+            // store it.)
+            let files = expand_folder(file, args.format)?;
+            for path in &files {
+                let name = path.display().to_string();
+                let preview = app
+                    .preview_import(input(path), progress_printer(name))
+                    .await?;
+                if let Some(first) = &preview.already_imported {
+                    return Err(AppError::new(
+                        ErrorCode::InvalidInput,
+                        format!(
+                            "{}: already imported as import {} ({}); nothing of {} was stored",
+                            path.display(),
+                            first.id,
+                            first.source_name,
+                            file.display()
+                        ),
+                    ));
+                }
+            }
+            for path in &files {
+                let name = path.display().to_string();
+                let summary = app.import_file(input(path), progress_printer(name)).await?;
+                if !args.json {
+                    print_summary(&summary);
+                }
+                done.push(summary);
+            }
+            continue;
+        }
         let name = file.display().to_string();
-        let input = ImportInput {
-            study_id: study.id,
-            cell: args.cell.clone(),
-            format: args.format,
-            path: name.clone(),
-            mapping: mapping.clone(),
-            job: None,
-        };
-        let summary = app.import_file(input, progress_printer(name)).await?;
+        let summary = app.import_file(input(file), progress_printer(name)).await?;
         if !args.json {
             print_summary(&summary);
         }

@@ -233,10 +233,13 @@ pub async fn analyze(app: &App, args: AnalyzeArgs) -> Result<Outcome, AppError> 
             );
         }
         for e in &c.envelope {
-            let point = e.offered_rps.map_or_else(
+            let mut point = e.offered_rps.map_or_else(
                 || "a point without an offered rate".to_owned(),
                 |r| display::rate(Some(r), "req/s"),
             );
+            if let Some(cap) = e.client_concurrency {
+                point.push_str(&format!(" (client cap {cap} in flight)"));
+            }
             println!(
                 "  envelope {point} {}: good {} of {} ({}), within TTFT/ITL/e2e SLO {}/{}/{}, goodput {} over {} run(s){}{}",
                 e.class,

@@ -41,6 +41,11 @@ pub struct OperatingPoint {
     /// The manifest's scheduler limit on sequences (vLLM `max_num_seqs`, llama.cpp slots);
     /// absent when unknown.
     pub admission_limit: Option<u32>,
+    /// The client's own cap on requests in flight (vLLM bench `max_concurrency`, AIPerf's
+    /// `--concurrency` beside a rate), read from the file; never an admission limit. Absent when
+    /// the client set none, and for closed loops, whose concurrency is the offered load itself.
+    #[serde(default)]
+    pub client_concurrency: Option<u32>,
 }
 
 impl OperatingPoint {
@@ -53,9 +58,13 @@ impl OperatingPoint {
             OfferedLoad::Unbounded => "all requests at once".to_owned(),
             OfferedLoad::Unknown => "offered load unknown".to_owned(),
         };
+        let client = self
+            .client_concurrency
+            .map(|c| format!(", client cap {c} in flight"))
+            .unwrap_or_default();
         match self.admission_limit {
-            Some(limit) => format!("{offered}, admission limit {limit}"),
-            None => format!("{offered}, admission limit unknown"),
+            Some(limit) => format!("{offered}{client}, admission limit {limit}"),
+            None => format!("{offered}{client}, admission limit unknown"),
         }
     }
 }
@@ -72,6 +81,10 @@ fn short(sha: &str) -> &str {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
 pub struct RunArrivals {
     pub offered: OfferedLoad,
+    /// The client's own cap on requests in flight, as the file states it (see
+    /// [`OperatingPoint::client_concurrency`]).
+    #[serde(default)]
+    pub client_concurrency: Option<u32>,
     /// What makes two runs' arrivals the same: the trace digest, or the arrival spec with its
     /// seed, in words. Absent when the run records neither (most imports).
     pub identity: Option<String>,
@@ -81,6 +94,7 @@ impl Default for RunArrivals {
     fn default() -> Self {
         RunArrivals {
             offered: OfferedLoad::Unknown,
+            client_concurrency: None,
             identity: None,
         }
     }
@@ -91,8 +105,10 @@ impl RunArrivals {
     /// `concurrency`, `corpus`), or an import (`import` + the tool's `source_config`).
     pub fn from_config(kind: RunKind, config: &Value) -> RunArrivals {
         if config.get("import").is_some_and(Value::is_object) {
+            let point = imported_point(&config["source_config"]);
             return RunArrivals {
-                offered: imported_load(&config["source_config"]),
+                offered: point.offered,
+                client_concurrency: point.client_concurrency,
                 // No import format records its arrival seed: the same spec is not proven the
                 // same arrivals.
                 identity: None,
@@ -106,6 +122,7 @@ impl RunArrivals {
                 Some("trace") => match open["sha256"].as_str() {
                     Some(sha) => RunArrivals {
                         offered: OfferedLoad::Trace { sha256: sha.into() },
+                        client_concurrency: None,
                         identity: Some(format!("arrival trace sha256 {sha}")),
                     },
                     None => RunArrivals::default(),
@@ -120,6 +137,7 @@ impl RunArrivals {
                     RunArrivals {
                         offered: rate
                             .map_or(OfferedLoad::Unknown, |per_s| OfferedLoad::Rate { per_s }),
+                        client_concurrency: None,
                         // Constant arrivals need no seed; the others are drawn from it.
                         identity: rate.filter(|_| !seeded || seed.is_some()).map(|r| {
                             let seed = seed.map(|s| format!(", seed {s}")).unwrap_or_default();
@@ -152,7 +170,9 @@ impl RunArrivals {
             "repeats": config["repeats"],
         }));
         RunArrivals {
+            // KV Gate's closed loop: its workers are the offered load, not a cap beside one.
             offered: OfferedLoad::Concurrency { requests: workers },
+            client_concurrency: None,
             identity: seed.map(|seed| {
                 format!(
                     "{what} × {workers} over requests {}, seed {seed}",
@@ -163,37 +183,123 @@ impl RunArrivals {
     }
 }
 
-/// The offered load an imported tool's configuration states: vLLM bench `request_rate` (with
-/// `max_concurrency`), GuideLLM's strategy (`rate`, `streams`); unknown otherwise.
-fn imported_load(source: &Value) -> OfferedLoad {
-    let concurrency = |v: &Value| {
-        v.as_u64()
-            .and_then(|c| u32::try_from(c).ok())
-            .map(|requests| OfferedLoad::Concurrency { requests })
+/// The point an imported file states: its offered load and the client's in-flight cap.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImportedPoint {
+    pub offered: OfferedLoad,
+    pub client_concurrency: Option<u32>,
+}
+
+/// The point an imported tool's configuration states, read, never guessed: vLLM bench
+/// `request_rate` (`"inf"`: all at once) with `max_concurrency` as the client cap; GuideLLM's
+/// strategy (`benchmark.config.strategy`: `synchronous` and `concurrent` are closed loops,
+/// `throughput` all at once, rate strategies their `rate`, each with its `max_concurrency` as the
+/// client cap); AIPerf's load settings (`input_config.phases[]` of the profiling phase, or the
+/// older `input_config.loadgen`); inference-perf's stage `requested_rate`. Unknown otherwise.
+pub fn imported_point(source: &Value) -> ImportedPoint {
+    let point = |offered, client_concurrency| ImportedPoint {
+        offered,
+        client_concurrency,
     };
+    let unknown = || point(OfferedLoad::Unknown, None);
     match &source["request_rate"] {
         Value::Number(n) => {
             return match n.as_f64() {
-                Some(per_s) if per_s.is_finite() && per_s > 0.0 => OfferedLoad::Rate { per_s },
-                _ => OfferedLoad::Unknown,
+                Some(per_s) if per_s.is_finite() && per_s > 0.0 => point(
+                    OfferedLoad::Rate { per_s },
+                    count(&source["max_concurrency"]),
+                ),
+                _ => unknown(),
             }
         }
-        Value::String(s) if s.eq_ignore_ascii_case("inf") || s == "Infinity" => {
-            return concurrency(&source["max_concurrency"]).unwrap_or(OfferedLoad::Unbounded);
+        Value::String(s) if is_infinite(s) => {
+            return point(OfferedLoad::Unbounded, count(&source["max_concurrency"]));
         }
+        Value::String(_) => return unknown(),
         _ => {}
     }
-    let strategy = &source["strategy"];
-    match strategy["type_"].as_str().or(strategy["type"].as_str()) {
-        Some("synchronous") => OfferedLoad::Concurrency { requests: 1 },
-        Some("concurrent") => concurrency(&strategy["streams"]).unwrap_or(OfferedLoad::Unknown),
-        Some("throughput") => OfferedLoad::Unbounded,
-        Some(_) => match strategy["rate"].as_f64() {
-            Some(per_s) if per_s.is_finite() && per_s > 0.0 => OfferedLoad::Rate { per_s },
-            _ => OfferedLoad::Unknown,
-        },
-        None => OfferedLoad::Unknown,
+    let strategy = [
+        &source["benchmark"]["config"]["strategy"],
+        &source["strategy"],
+    ]
+    .into_iter()
+    .find(|s| s.is_object());
+    if let Some(strategy) = strategy {
+        let cap = count(&strategy["max_concurrency"]);
+        return match strategy["type_"].as_str().or(strategy["type"].as_str()) {
+            // One request at a time, the next when it ends: a closed loop of one.
+            Some("synchronous") => point(OfferedLoad::Concurrency { requests: 1 }, None),
+            Some("concurrent") => count(&strategy["streams"]).map_or_else(unknown, |requests| {
+                point(OfferedLoad::Concurrency { requests }, None)
+            }),
+            Some("throughput") => point(OfferedLoad::Unbounded, cap),
+            Some(_) => rate(&strategy["rate"])
+                .map_or_else(unknown, |per_s| point(OfferedLoad::Rate { per_s }, cap)),
+            None => unknown(),
+        };
     }
+    if let Some(input) = source.get("input_config").filter(|v| v.is_object()) {
+        return aiperf_point(input, source["phase"].as_str().unwrap_or("profiling"));
+    }
+    // inference-perf: a stage's `load_summary.requested_rate`, kept in the config on import.
+    if let Some(per_s) = rate(&source["requested_rate"]) {
+        return point(OfferedLoad::Rate { per_s }, None);
+    }
+    unknown()
+}
+
+/// AIPerf's offered load in the run's phase: a rate (`request_rate`/`rate`, with `concurrency`
+/// as the client cap) or, without one, a closed loop at `concurrency` (`concurrency` phases,
+/// `concurrency_burst`).
+fn aiperf_point(input: &Value, phase: &str) -> ImportedPoint {
+    let phases = input["phases"].as_array();
+    let settings = match phases {
+        Some(phases) => phases
+            .iter()
+            .find(|p| p["name"] == phase)
+            .unwrap_or(&Value::Null),
+        None => &input["loadgen"],
+    };
+    let concurrency = count(&settings["concurrency"]);
+    let rated = rate(&settings["request_rate"]).or_else(|| rate(&settings["rate"]));
+    let unknown = ImportedPoint {
+        offered: OfferedLoad::Unknown,
+        client_concurrency: None,
+    };
+    match (rated, concurrency) {
+        (Some(per_s), cap) => ImportedPoint {
+            offered: OfferedLoad::Rate { per_s },
+            client_concurrency: cap,
+        },
+        (None, Some(requests)) => {
+            let kind = settings["type"]
+                .as_str()
+                .or(settings["request_rate_mode"].as_str());
+            // A rate mode whose rate is missing is not a closed loop: unknown, not guessed.
+            match kind {
+                None | Some("concurrency") | Some("concurrency_burst") => ImportedPoint {
+                    offered: OfferedLoad::Concurrency { requests },
+                    client_concurrency: None,
+                },
+                Some(_) => unknown,
+            }
+        }
+        (None, None) => unknown,
+    }
+}
+
+fn is_infinite(s: &str) -> bool {
+    s.eq_ignore_ascii_case("inf") || s.eq_ignore_ascii_case("infinity")
+}
+
+fn count(v: &Value) -> Option<u32> {
+    v.as_u64()
+        .and_then(|c| u32::try_from(c).ok())
+        .filter(|c| *c > 0)
+}
+
+fn rate(v: &Value) -> Option<f64> {
+    v.as_f64().filter(|r| r.is_finite() && *r > 0.0)
 }
 
 /// Whether B0 and a candidate are compared on goodput, and if not, why.
@@ -317,17 +423,16 @@ mod tests {
 
     #[test]
     fn imports_state_their_rate_but_never_their_arrival_seed() {
-        let vllm =
-            json!({"import": {"format": "vllm_bench"}, "source_config": {"request_rate": 8.0}});
+        let vllm = json!({"import": {"format": "vllm_bench"},
+            "source_config": {"request_rate": 8.0, "max_concurrency": 16}});
         let r = RunArrivals::from_config(RunKind::Load, &vllm);
         assert_eq!(r.offered, OfferedLoad::Rate { per_s: 8.0 });
-        assert_eq!(r.identity, None);
-        let inf =
-            json!({"import": {}, "source_config": {"request_rate": "inf", "max_concurrency": 16}});
         assert_eq!(
-            RunArrivals::from_config(RunKind::Load, &inf).offered,
-            OfferedLoad::Concurrency { requests: 16 }
+            r.client_concurrency,
+            Some(16),
+            "the client cap beside the rate"
         );
+        assert_eq!(r.identity, None);
         let guidellm = json!({"import": {}, "source_config": {"strategy": {"type_": "constant", "rate": 4.0}}});
         assert_eq!(
             RunArrivals::from_config(RunKind::Load, &guidellm).offered,
@@ -341,10 +446,122 @@ mod tests {
     }
 
     #[test]
+    fn an_infinite_rate_is_all_at_once_and_its_max_concurrency_a_client_cap() {
+        // Synthetic, the header of `vllm bench serve --request-rate inf --max-concurrency 2`.
+        let inf =
+            json!({"import": {}, "source_config": {"request_rate": "inf", "max_concurrency": 2}});
+        let a = RunArrivals::from_config(RunKind::Load, &inf);
+        assert_eq!(a.offered, OfferedLoad::Unbounded, "not a closed loop of 2");
+        assert_eq!(a.client_concurrency, Some(2));
+        // `max_concurrency: null` (no cap) stays absent, never 0.
+        let uncapped = imported_point(&json!({"request_rate": "inf", "max_concurrency": null}));
+        assert_eq!(uncapped.offered, OfferedLoad::Unbounded);
+        assert_eq!(uncapped.client_concurrency, None);
+        // A rate string that is not infinity is not read as a number: unknown.
+        assert_eq!(
+            imported_point(&json!({"request_rate": "8"})).offered,
+            OfferedLoad::Unknown
+        );
+        // A zero or negative rate is no rate: unknown, never 0 requests/s.
+        assert_eq!(
+            imported_point(&json!({"request_rate": 0.0})).offered,
+            OfferedLoad::Unknown
+        );
+        // The client cap is the client's: the point keeps it apart from the server's limit.
+        let p = OperatingPoint {
+            offered: a.offered,
+            admission_limit: Some(4),
+            client_concurrency: a.client_concurrency,
+        };
+        assert_eq!(
+            p.describe(),
+            "all requests at once, client cap 2 in flight, admission limit 4"
+        );
+    }
+
+    #[test]
+    fn guidellm_strategies_are_read_where_the_report_keeps_them() {
+        // Synthetic, shaped as GuideLLM 0.8.1 stores a benchmark (`benchmark.config.strategy`).
+        let at = |strategy: Value| {
+            imported_point(&json!({"benchmark": {"config": {"strategy": strategy}}}))
+        };
+        let constant = at(json!({"type_": "constant", "rate": 0.6, "max_concurrency": 10240}));
+        assert_eq!(constant.offered, OfferedLoad::Rate { per_s: 0.6 });
+        assert_eq!(constant.client_concurrency, Some(10240));
+        let sync = at(json!({"type_": "synchronous", "max_concurrency": 1}));
+        assert_eq!(sync.offered, OfferedLoad::Concurrency { requests: 1 });
+        assert_eq!(
+            sync.client_concurrency, None,
+            "a closed loop's concurrency is its load"
+        );
+        let concurrent = at(json!({"type_": "concurrent", "streams": 4, "max_concurrency": 4}));
+        assert_eq!(concurrent.offered, OfferedLoad::Concurrency { requests: 4 });
+        let throughput = at(json!({"type_": "throughput", "max_concurrency": 64}));
+        assert_eq!(throughput.offered, OfferedLoad::Unbounded);
+        assert_eq!(throughput.client_concurrency, Some(64));
+        // A rate strategy without its rate is unknown, not a guess.
+        assert_eq!(
+            at(json!({"type_": "poisson"})).offered,
+            OfferedLoad::Unknown
+        );
+    }
+
+    #[test]
+    fn aiperf_load_settings_give_a_rate_with_a_cap_or_a_closed_loop() {
+        // Synthetic, after AIPerf 0.13.0's `input_config.phases` and 0.1.1's `loadgen`.
+        let phases = json!([
+            {"name": "warmup", "kind": "warmup", "type": "concurrency", "concurrency": 8},
+            {"name": "profiling", "kind": "profiling", "type": "concurrency", "concurrency": 2}]);
+        let closed =
+            imported_point(&json!({"phase": "profiling", "input_config": {"phases": phases}}));
+        assert_eq!(
+            closed.offered,
+            OfferedLoad::Concurrency { requests: 2 },
+            "the run's phase"
+        );
+        let warmup =
+            imported_point(&json!({"phase": "warmup", "input_config": {"phases": phases}}));
+        assert_eq!(warmup.offered, OfferedLoad::Concurrency { requests: 8 });
+        let elsewhere =
+            imported_point(&json!({"phase": "other", "input_config": {"phases": phases}}));
+        assert_eq!(
+            elsewhere.offered,
+            OfferedLoad::Unknown,
+            "a phase not configured: unknown"
+        );
+        let rated = imported_point(&json!({"input_config": {"phases": [
+            {"name": "profiling", "kind": "profiling", "type": "request_rate", "request_rate": 5.0, "concurrency": 3}]}}));
+        assert_eq!(rated.offered, OfferedLoad::Rate { per_s: 5.0 });
+        assert_eq!(rated.client_concurrency, Some(3));
+        let burst = imported_point(&json!({"input_config": {"loadgen":
+            {"concurrency": 100, "request_rate_mode": "concurrency_burst", "request_count": 100}}}));
+        assert_eq!(burst.offered, OfferedLoad::Concurrency { requests: 100 });
+        // A rate mode whose rate is missing: the concurrency is a cap beside an unknown rate.
+        let no_rate = imported_point(&json!({"input_config": {"loadgen":
+            {"concurrency": 4, "request_rate_mode": "poisson"}}}));
+        assert_eq!(no_rate.offered, OfferedLoad::Unknown);
+        assert_eq!(
+            imported_point(&json!({"input_config": {"phases": []}})).offered,
+            OfferedLoad::Unknown
+        );
+    }
+
+    #[test]
+    fn an_inference_perf_stage_is_at_its_requested_rate() {
+        let stage =
+            imported_point(&json!({"report": "lifecycle", "stage": 1, "requested_rate": 0.6}));
+        assert_eq!(stage.offered, OfferedLoad::Rate { per_s: 0.6 });
+        let summary =
+            imported_point(&json!({"report": "lifecycle", "stage": null, "requested_rate": null}));
+        assert_eq!(summary.offered, OfferedLoad::Unknown);
+    }
+
+    #[test]
     fn arrivals_that_differ_or_are_unknown_are_not_compared() {
         let point = OperatingPoint {
             offered: OfferedLoad::Rate { per_s: 2.0 },
             admission_limit: Some(64),
+            client_concurrency: None,
         };
         let side = |ids: Vec<&'static str>, unidentified: Vec<i64>| PointArrivals {
             identities: ids,
@@ -385,11 +602,13 @@ mod tests {
         let p = OperatingPoint {
             offered: OfferedLoad::Rate { per_s: 2.5 },
             admission_limit: Some(64),
+            client_concurrency: None,
         };
         assert_eq!(p.describe(), "2.5 requests/s offered, admission limit 64");
         let q = OperatingPoint {
             offered: OfferedLoad::Unknown,
             admission_limit: None,
+            client_concurrency: None,
         };
         assert_eq!(
             q.describe(),

@@ -836,3 +836,65 @@ async fn a_huge_sparse_file_is_refused_quickly_without_reading_it_into_memory() 
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// An AIPerf export lands on the point its run summary beside it states (AIPerf 0.13.0,
+/// `--concurrency 2`: a closed loop of 2), the summary's sha256 kept with the run; the same
+/// export alone lands on an unknown point, and the import says so before it is committed.
+#[tokio::test]
+async fn an_aiperf_export_reads_its_point_from_the_summary_beside_it() {
+    use kvgate_core::operating_point::{OfferedLoad, RunArrivals};
+    use kvgate_core::run::RunKind;
+    use kvgate_formats::import::UNKNOWN_POINT;
+    let (dir, app, sid) = study("aiperf-point").await;
+    let export = recorded("aiperf-0.13.0/f16/out/profile_export.jsonl");
+    let stored = app
+        .import_file(input(sid, "B0", ImportFormat::Aiperf, &export), |_| {})
+        .await
+        .unwrap();
+    assert!(
+        stored
+            .warnings
+            .iter()
+            .all(|w| !w.message.contains(UNKNOWN_POINT)),
+        "{:?}",
+        stored.warnings
+    );
+    let summary_sha = sha256_of(&export.with_file_name("profile_export_aiperf.json"));
+    assert!(stored
+        .warnings
+        .iter()
+        .any(|w| w.at == "$.input_config" && w.message.contains(&summary_sha)));
+    for id in &stored.run_ids {
+        let run = app.store().get_run(*id).await.unwrap();
+        let config: Value = serde_json::from_str(&run.config_json).unwrap();
+        assert_eq!(
+            config["source_config"]["aiperf_summary"]["sha256"],
+            summary_sha.as_str()
+        );
+        let arrivals = RunArrivals::from_config(RunKind::Load, &config);
+        assert_eq!(arrivals.offered, OfferedLoad::Concurrency { requests: 2 });
+        assert_eq!(arrivals.client_concurrency, None);
+    }
+
+    // The export alone, in a folder of its own: an unknown point, said per phase, in the preview.
+    let alone = dir.path().join("alone");
+    std::fs::create_dir(&alone).unwrap();
+    let copy = alone.join("profile_export.jsonl");
+    std::fs::copy(&export, &copy).unwrap();
+    let preview = app
+        .preview_import(input(sid, "Q8", ImportFormat::Aiperf, &copy), |_| {})
+        .await
+        .unwrap();
+    let noted: Vec<&str> = preview
+        .warnings
+        .iter()
+        .filter(|w| w.message.contains(UNKNOWN_POINT))
+        .map(|w| w.message.as_str())
+        .collect();
+    assert_eq!(noted.len(), 2, "{:?}", preview.warnings);
+    assert!(
+        noted[1].starts_with("profile_export.jsonl, aiperf · profiling"),
+        "{}",
+        noted[1]
+    );
+}

@@ -272,3 +272,102 @@ fn import_prints_a_summary_and_a_malformed_file_changes_nothing() {
     assert_eq!(imports[0]["requests"], 15);
     assert_eq!(imports[0]["runs"], 1);
 }
+
+/// A synthetic `vllm bench serve` result at `rate` with the sweep's keys (`run_number`,
+/// `max_num_seqs`), two requests, the second good or not by `tag` (so each file differs).
+fn sweep_result(rate: &str, run: u32, tag: &str) -> String {
+    format!(
+        r#"{{"date": "20260818-021333", "backend": "openai", "num_prompts": 2, "request_rate": {rate}, "max_concurrency": 2,
+            "duration": 1.0, "completed": 2, "failed": 0, "start_times": [10.0, 10.5], "ttfts": [0.1, 0.2],
+            "latencies": [0.4, 0.5], "errors": ["", ""], "generated_texts": ["a", "{tag}"], "run_number": {run}, "max_num_seqs": 4}}"#
+    )
+}
+
+/// A `vllm bench sweep` output folder (synthetic, laid out as vLLM 0.25.1 writes it): every
+/// `run=N.json` of every combination is one import, in repeat order; `summary.json` is not
+/// read. A folder with one malformed result stores nothing; a folder is refused for other
+/// formats and when it holds no result.
+#[test]
+fn a_sweep_folder_imports_each_result_and_a_bad_one_stores_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("ws.sqlite");
+    study_with_cells(&db);
+    let sweep = dir.path().join("sweep/20260818-021333");
+    let combo = |rate: &str| {
+        let d = sweep.join(format!(
+            "SERVE--max_num_seqs=4-BENCH--max_concurrency=2-request_rate={rate}"
+        ));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    };
+    let (one, inf) = (combo("1"), combo("inf"));
+    std::fs::write(one.join("run=0.json"), sweep_result("1.0", 0, "b")).unwrap();
+    std::fs::write(one.join("run=1.json"), sweep_result("1.0", 1, "c")).unwrap();
+    std::fs::write(inf.join("run=0.json"), sweep_result("\"inf\"", 0, "d")).unwrap();
+    // The combination's summary repeats its runs: not a result of its own.
+    std::fs::write(one.join("summary.json"), "[]").unwrap();
+    let import = |cell: &str, format: &str, path: &Path| {
+        kvgate(
+            &db,
+            &[
+                "import",
+                "--study",
+                "cpu",
+                "--cell",
+                cell,
+                "--format",
+                format,
+                "--json",
+                arg(path),
+            ],
+        )
+    };
+
+    let out = import("B0", "vllm-bench", &dir.path().join("sweep"));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let stored: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let names: Vec<String> = stored
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["source_name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        names,
+        ["run=0.json", "run=1.json", "run=0.json"],
+        "{stored}"
+    );
+    assert_eq!(row_counts(&db)[0], 3, "three imports");
+
+    // One malformed result: the whole folder is refused before anything is stored.
+    let before = row_counts(&db);
+    let bad = dir.path().join("bad/SERVE--x-BENCH--request_rate=2");
+    std::fs::create_dir_all(&bad).unwrap();
+    std::fs::write(bad.join("run=0.json"), sweep_result("2.0", 0, "e")).unwrap();
+    std::fs::write(bad.join("run=1.json"), r#"{"request_rate": true}"#).unwrap();
+    let out = import("Q8", "vllm-bench", &dir.path().join("bad"));
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("run=1.json, $.request_rate, field `request_rate`"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(row_counts(&db), before, "nothing of the folder stored");
+
+    let out = import("Q8", "guidellm", &dir.path().join("bad"));
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("expected a file, found a folder"),
+        "{}",
+        stderr(&out)
+    );
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let out = import("Q8", "vllm-bench", &empty);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("run=N.json results, found none"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -560,10 +560,14 @@ fn envelope_gate(cell: &CellInput, e: &EnvelopeGate<'_>, class: &str) -> (GateSt
             ),
         );
     }
-    let at = |points: &[EnvelopePoint]| {
+    let at = |points: &[EnvelopePoint], cap: Option<Option<u32>>| {
         points
             .iter()
-            .find(|p| p.class == class && p.offered_rps == Some(e.target_rps))
+            .find(|p| {
+                p.class == class
+                    && p.offered_rps == Some(e.target_rps)
+                    && cap.is_none_or(|cap| p.client_concurrency == cap)
+            })
             .cloned()
     };
     if let Some(reason) = &e.arrivals_differ {
@@ -572,7 +576,10 @@ fn envelope_gate(cell: &CellInput, e: &EnvelopeGate<'_>, class: &str) -> (GateSt
             format!("not compared with B0 at the target load {target}: {reason}"),
         );
     }
-    let (c, b) = match (at(e.candidate), at(e.b0)) {
+    // B0's side under the candidate's client cap: another cap is another experiment.
+    let candidate = at(e.candidate, None);
+    let baseline = at(e.b0, candidate.as_ref().map(|c| c.client_concurrency));
+    let (c, b) = match (candidate, baseline) {
         (Some(c), Some(b)) => (c, b),
         (c, b) => {
             let missing: Vec<&str> = [(c.is_none(), name.as_str()), (b.is_none(), "B0")]

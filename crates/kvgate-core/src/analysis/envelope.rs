@@ -16,7 +16,11 @@ pub struct EnvelopePoint {
     /// once, a closed loop, a trace, or unknown): shown, never a knee.
     pub offered_rps: Option<f64>,
     pub offered: OfferedLoad,
+    /// The server's limit (the manifest's `max_num_seqs`, llama.cpp's slots).
     pub admission_limit: Option<u32>,
+    /// The client's own cap on requests in flight, read from the imported file; never the
+    /// admission limit. Two caps at one rate are two points, each shown.
+    pub client_concurrency: Option<u32>,
     /// A class of the policy, or [`UNCLASSIFIED`].
     pub class: String,
     /// Runs at the point: its repeats.
@@ -153,6 +157,7 @@ pub(super) fn envelope(
                 offered_rps: rate_of(&p.point.offered),
                 offered: p.point.offered.clone(),
                 admission_limit: p.point.admission_limit,
+                client_concurrency: p.point.client_concurrency,
                 class: class_name(policy, (k < policy.classes.len()).then_some(k)),
                 repeats: p.runs.len() as u64,
                 runs: p.runs.iter().map(|r| r.run_id).collect(),
@@ -185,7 +190,9 @@ pub(super) fn envelope(
 }
 
 /// The highest offered rate whose every class with requests (the unclassified too) has a good
-/// share of at least `bar`, counted on verdicts (an SLO-only point never qualifies).
+/// share of at least `bar`, counted on verdicts (an SLO-only point never qualifies). Points at
+/// one rate under different client caps must all pass: a cap that hides the queue cannot carry
+/// the rate alone.
 fn knee(points: &[EnvelopePoint], bar: f64) -> Option<f64> {
     let mut rates: Vec<f64> = points.iter().filter_map(|p| p.offered_rps).collect();
     rates.dedup();

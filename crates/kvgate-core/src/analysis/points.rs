@@ -54,9 +54,11 @@ pub(super) fn goodput_points(cell: &CellInput) -> Vec<Point<'_>> {
         .filter(|r| !has_load || r.kind == RunKind::Load)
         .filter(|r| !r.requests.is_empty());
     for run in runs {
+        // A different client cap is a different experiment at the same rate, never a repeat.
         let point = OperatingPoint {
             offered: run.arrivals.offered.clone(),
             admission_limit: cell.admission_limit,
+            client_concurrency: run.arrivals.client_concurrency,
         };
         match out.iter_mut().find(|p| p.point == point) {
             Some(p) => p.runs.push(run),

@@ -76,10 +76,12 @@ fn manifest(name: &str) -> crate::manifest::Manifest {
 fn arrivals(kind: RunKind) -> RunArrivals {
     match kind {
         RunKind::Load => RunArrivals {
+            client_concurrency: None,
             offered: crate::operating_point::OfferedLoad::Rate { per_s: 1.0 },
             identity: Some("poisson 1 /s, seed 1".into()),
         },
         RunKind::Quality => RunArrivals {
+            client_concurrency: None,
             offered: crate::operating_point::OfferedLoad::Concurrency { requests: 1 },
             identity: Some("quality pass × 1, seed 1".into()),
         },
@@ -922,6 +924,7 @@ fn a_candidate_run_over_another_corpus_is_flagged_and_its_foreign_items_not_pair
 fn at_rate(run_id: i64, per_s: f64, good: usize) -> RunInput {
     let mut r = load(run_id, Vec::new());
     r.arrivals = RunArrivals {
+        client_concurrency: None,
         offered: OfferedLoad::Rate { per_s },
         identity: Some(format!("poisson {per_s} /s, seed 1")),
     };
@@ -1037,6 +1040,7 @@ fn arrival_traces_that_differ_are_not_compared() {
         let mut r = at_rate(run_id, 1.0, good);
         let sha = sha.to_string().repeat(64);
         r.arrivals = RunArrivals {
+            client_concurrency: None,
             offered: OfferedLoad::Trace {
                 sha256: sha.clone(),
             },
@@ -1597,6 +1601,7 @@ fn the_class_that_fails_first_sets_the_knee() {
     let at = |run_id, per_s, late_long: bool| {
         let mut r = class_run(run_id, 10, 10);
         r.arrivals = RunArrivals {
+            client_concurrency: None,
             offered: OfferedLoad::Rate { per_s },
             identity: Some(format!("poisson {per_s} /s, seed 1")),
         };
@@ -1637,6 +1642,7 @@ fn slo_only_and_rateless_points_are_shown_but_never_make_a_knee() {
     }
     let mut all_at_once = at_rate(2, 1.0, 10);
     all_at_once.arrivals = RunArrivals {
+        client_concurrency: None,
         offered: OfferedLoad::Unbounded,
         identity: None,
     };
@@ -2175,4 +2181,94 @@ fn the_envelope_gives_the_share_of_the_cohort_within_each_slo() {
         &runs_only(vec![cell("B0", TestCell::B0, vec![at_rate(1, 1.0, 10)])]),
     );
     assert_eq!(points_of(&a.cells[0], "short")[0].slo_share.itl, None);
+}
+
+/// A run imported from a `vllm bench serve` result whose header is `header` (synthetic), with
+/// ten requests of which `good` meet every SLO (see [`at_rate`]).
+fn imported(run_id: i64, header: serde_json::Value, good: usize) -> RunInput {
+    let mut r = at_rate(run_id, 1.0, good);
+    let config = serde_json::json!({"import": {"format": "vllm_bench"}, "source_config": header});
+    r.arrivals = RunArrivals::from_config(RunKind::Load, &config);
+    r
+}
+
+/// An imported sweep: results at 1, 2 and 4 /s (good shares 1.0, 0.9, 0.6), a second 2 /s result
+/// under a client cap of 2 (0.9), and an `inf` result (1.0). Bar 0.85: the knee is 2 /s, where
+/// both caps pass; the capped 2 /s result is its own point, not a repeat of the uncapped one; the
+/// `inf` result is shown with no rate and, though every request was good, never the knee.
+#[test]
+fn an_imported_sweep_lands_each_result_on_its_point_and_the_knee_reads_the_rates() {
+    use serde_json::json;
+    let p = envelope_policy(0.85);
+    let runs = vec![
+        imported(1, json!({"request_rate": 4.0, "max_concurrency": null}), 6),
+        imported(2, json!({"request_rate": 1.0}), 10),
+        imported(3, json!({"request_rate": 2.0, "max_concurrency": null}), 9),
+        imported(4, json!({"request_rate": 2.0, "max_concurrency": 2}), 9),
+        imported(5, json!({"request_rate": "inf", "max_concurrency": 2}), 10),
+    ];
+    let input = runs_only(vec![cell("B0", TestCell::B0, runs)]);
+    let c = &analyze(&p, &input).cells[0];
+    let pts = points_of(c, "short");
+    let seen: Vec<(Option<f64>, Option<u32>, Vec<i64>)> = pts
+        .iter()
+        .map(|p| (p.offered_rps, p.client_concurrency, p.runs.clone()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (Some(1.0), None, vec![2]),
+            (Some(2.0), None, vec![3]),
+            (Some(2.0), Some(2), vec![4]),
+            (Some(4.0), None, vec![1]),
+            (None, Some(2), vec![5]),
+        ],
+        "two client caps at 2 /s are two points, one run each"
+    );
+    assert!(pts.iter().all(|p| p.repeats == 1));
+    // The server's limit stays the manifest's (8), whatever the client capped.
+    assert!(pts.iter().all(|p| p.admission_limit == Some(8)));
+    assert_eq!(pts[4].offered, OfferedLoad::Unbounded);
+    assert_eq!(pts[4].good_share, Some(1.0));
+    assert_eq!(pts[3].good_share, Some(0.6));
+    assert_eq!(c.knee_rps, Some(2.0));
+    // The capped 2 /s point failing the bar (0.8 < 0.85) pulls the knee down to 1 /s: a rate
+    // holds only when it holds under every cap it was measured at.
+    let mut runs = input.cells[0].runs.clone();
+    runs[3] = imported(4, json!({"request_rate": 2.0, "max_concurrency": 2}), 8);
+    let input = runs_only(vec![cell("B0", TestCell::B0, runs)]);
+    assert_eq!(analyze(&p, &input).cells[0].knee_rps, Some(1.0));
+}
+
+/// At the target load the envelope gate reads B0 under the candidate's client cap: B0's capped
+/// 2 /s run (all 10 good, listed first) is another experiment than C2's uncapped runs, so C2's
+/// 100 % is read against B0's uncapped 50 % and qualifies; read against the capped run it
+/// would have been the same standing.
+#[test]
+fn the_envelope_gate_reads_b0_under_the_candidates_client_cap() {
+    let mut p = envelope_policy(0.9);
+    p.target_offered_load_rps = Some(2.0);
+    let mut capped = at_rate(1, 2.0, 10);
+    capped.arrivals.client_concurrency = Some(2);
+    let input = runs_only(vec![
+        cell(
+            "B0",
+            TestCell::B0,
+            vec![capped, at_rate(2, 2.0, 5), at_rate(5, 2.0, 5)],
+        ),
+        cell(
+            "C2",
+            TestCell::C2,
+            vec![at_rate(3, 2.0, 10), at_rate(4, 2.0, 10)],
+        ),
+    ]);
+    let a = analyze(&p, &input);
+    let b0_points: Vec<(Option<u32>, Vec<i64>)> = points_of(&a.cells[0], "short")
+        .iter()
+        .map(|p| (p.client_concurrency, p.runs.clone()))
+        .collect();
+    assert_eq!(b0_points, [(Some(2), vec![1]), (None, vec![2, 5])]);
+    let g = gate(&a.cells[1], "short");
+    assert_eq!(g.status, GateStatus::Qualifies, "{g:?}");
+    assert!(g.reason.contains("B0 has 50.0%"), "{}", g.reason);
 }

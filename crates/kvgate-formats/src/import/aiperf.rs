@@ -131,6 +131,49 @@ pub fn parse(source: &Source, mut reader: impl BufRead) -> Result<ParsedImport, 
     Ok(import)
 }
 
+/// The name AIPerf gives its run summary, written beside `profile_export.jsonl`.
+pub const SUMMARY_FILE: &str = "profile_export_aiperf.json";
+
+/// The load settings (`input_config`) of AIPerf's run summary: what the per-request export does
+/// not record, the rate, concurrency and request-rate mode each phase was offered.
+pub fn summary_input_config(source: &Source, text: &str) -> Result<Value, ImportError> {
+    let value: Value = serde_json::from_str(text).map_err(|e| source.json(e, None))?;
+    match value.get("input_config") {
+        Some(config @ Value::Object(_)) => Ok(config.clone()),
+        Some(other) => Err(source.at(
+            "$.input_config",
+            Some("input_config"),
+            "an object (AIPerf's run configuration)",
+            describe(Some(other)),
+        )),
+        None => Err(source.at(
+            "$.input_config",
+            Some("input_config"),
+            "AIPerf's run configuration",
+            "no `input_config` key",
+        )),
+    }
+}
+
+/// Gives every run of an AIPerf import the summary's load settings, and records which file
+/// (and its sha256) they came from: the point is read from that file, not from the export.
+pub fn attach_summary(import: &mut ParsedImport, file: &str, sha256: &str, input_config: &Value) {
+    for run in &mut import.runs {
+        if let Value::Object(config) = &mut run.config {
+            config.insert("input_config".to_owned(), input_config.clone());
+            config.insert(
+                "aiperf_summary".to_owned(),
+                serde_json::json!({ "file": file, "sha256": sha256 }),
+            );
+        }
+    }
+    import.warnings.push(ImportWarning::new(
+        "$.input_config",
+        format!("the offered load of each phase is read from {file} beside the export (sha256 {sha256})"),
+        0,
+    ));
+}
+
 /// A file whose first record line is a lone `{` is one pretty-printed JSON document, not JSON
 /// lines: AIPerf's summary (`profile_export_aiperf.json`, `records` and `input_config`) is named
 /// as such, with the file to import instead.
@@ -550,6 +593,8 @@ fn ms_per_unit(unit: &str) -> Option<f64> {
 
 fn build_run(source: &Source, phase: String, mut rows: Vec<Row>) -> Result<ParsedRun, ImportError> {
     let mut run = ParsedRun::new(format!("aiperf · {phase}"), Granularity::PerRequest);
+    // The phase names the load settings of `profile_export_aiperf.json` the run was offered.
+    run.config = serde_json::json!({ "phase": phase });
     let zero = rows
         .iter()
         .map(|r| r.planned_ns().min(r.start_ns))

@@ -67,12 +67,15 @@ pub fn parse(source: &Source, reader: impl BufRead) -> Result<ParsedImport, Impo
         let send = check_duration(source, || "$.load_summary.send_duration".to_owned(), send)?;
         run.elapsed_ms = Some(send * 1000.0);
     }
-    // The files carry no configuration (inference-perf writes config.yaml beside them): what the
-    // name says is all there is.
+    // The files carry no configuration (inference-perf writes config.yaml beside them): the
+    // name and a stage's requested rate (its operating point) are all there is.
     run.config = serde_json::json!({
         "report": match report { Report::Lifecycle => "lifecycle", Report::Prometheus => "prometheus" },
         "stage": match scope { Scope::Stage(n) => Value::from(n), Scope::Summary => Value::Null },
     });
+    if let Some(rate) = load.and_then(|l| l.get("requested_rate")) {
+        run.config["requested_rate"] = rate.clone();
+    }
 
     let mut import = ParsedImport::new(ImportFormat::InferencePerf);
     import.tool = Some("inference-perf".to_owned());

@@ -759,6 +759,47 @@ pub fn parse(
     }
 }
 
+/// What an import says of a run whose operating point its file does not record.
+pub const UNKNOWN_POINT: &str =
+    "offered load not recorded in the file: this run lands on an unknown point, never a knee";
+
+/// Warns, for every run with request rows whose offered load the file does not state (no request
+/// rate, no strategy, no load settings), that it lands on an unknown point: never a guessed rate.
+/// Runs of aggregates only never enter goodput, so their point is not asked for.
+pub fn note_unknown_points(import: &mut ParsedImport, file: &str) {
+    let many = import.runs.len() > 1;
+    let mut notes = Vec::new();
+    for (i, run) in import.runs.iter().enumerate() {
+        if run.requests.is_empty() {
+            continue;
+        }
+        let point = kvgate_core::operating_point::imported_point(&run.config);
+        if point.offered != kvgate_core::operating_point::OfferedLoad::Unknown {
+            continue;
+        }
+        let at = match import.format {
+            ImportFormat::VllmBench if many => format!("result {}: $.request_rate", i + 1),
+            ImportFormat::VllmBench => "$.request_rate".to_owned(),
+            ImportFormat::Guidellm => format!("$.benchmarks[{i}].config.strategy"),
+            ImportFormat::Aiperf => format!("{}: input_config", aiperf::SUMMARY_FILE),
+            _ => "$".to_owned(),
+        };
+        let hint = match import.format {
+            ImportFormat::Aiperf => format!(
+                " (AIPerf writes its load settings to {} beside the export: keep it there)",
+                aiperf::SUMMARY_FILE
+            ),
+            _ => String::new(),
+        };
+        notes.push(ImportWarning::new(
+            at,
+            format!("{file}, {}: {UNKNOWN_POINT}{hint}", run.label),
+            run.requests.len() as u64,
+        ));
+    }
+    import.warnings.extend(notes);
+}
+
 /// Files of evaluation harnesses KV Gate does not read, told apart by their first bytes, so a
 /// user who picks one is told what it is instead of a parse error deep inside it.
 pub fn foreign_file(head: &[u8]) -> Option<&'static str> {

@@ -352,7 +352,8 @@ fn stage_zero_of_the_baseline_reads_exactly() {
     assert_eq!(run.label, "inference-perf · stage 0 · 1.0 rps requested");
     assert_eq!(
         run.config,
-        serde_json::json!({"report": "lifecycle", "stage": 0})
+        serde_json::json!({"report": "lifecycle", "stage": 0, "requested_rate": 1.0}),
+        "the stage's requested rate is its operating point"
     );
     let delay = aggregate(&run, "load_summary.schedule_delay", "min");
     assert_eq!(

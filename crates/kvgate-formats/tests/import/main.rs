@@ -7,6 +7,7 @@ mod aiperf;
 mod field;
 mod guidellm;
 mod inference_perf;
+mod points;
 mod real_tools;
 
 use std::path::PathBuf;

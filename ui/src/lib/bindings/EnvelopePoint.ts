@@ -12,7 +12,16 @@ export type EnvelopePoint = {
  * The offered rate in requests per second; absent for a point that offered no rate (all at
  * once, a closed loop, a trace, or unknown): shown, never a knee.
  */
-offered_rps: number | null, offered: OfferedLoad, admission_limit: number | null, 
+offered_rps: number | null, offered: OfferedLoad, 
+/**
+ * The server's limit (the manifest's `max_num_seqs`, llama.cpp's slots).
+ */
+admission_limit: number | null, 
+/**
+ * The client's own cap on requests in flight, read from the imported file; never the
+ * admission limit. Two caps at one rate are two points, each shown.
+ */
+client_concurrency: number | null, 
 /**
  * A class of the policy, or [`UNCLASSIFIED`].
  */

@@ -9,4 +9,10 @@ export type OperatingPoint = { offered: OfferedLoad,
  * The manifest's scheduler limit on sequences (vLLM `max_num_seqs`, llama.cpp slots);
  * absent when unknown.
  */
-admission_limit: number | null, };
+admission_limit: number | null, 
+/**
+ * The client's own cap on requests in flight (vLLM bench `max_concurrency`, AIPerf's
+ * `--concurrency` beside a rate), read from the file; never an admission limit. Absent when
+ * the client set none, and for closed loops, whose concurrency is the offered load itself.
+ */
+client_concurrency: number | null, };

@@ -326,6 +326,7 @@ describe('Results screen', () => {
       offered_rps: rate,
       offered: { kind: 'rate' as const, per_s: rate },
       admission_limit: 64,
+      client_concurrency: null,
       class: 'short',
       repeats: 2,
       runs: [5, 6],
@@ -370,7 +371,7 @@ describe('Results screen', () => {
   });
 
   it('shows each class contract as the analysis judged it, and queueing with the engine timing apart', async () => {
-    const point = { offered: { kind: 'rate' as const, per_s: 2 }, admission_limit: 64 };
+    const point = { offered: { kind: 'rate' as const, per_s: 2 }, admission_limit: 64, client_concurrency: null };
     const contract = (kind: 'max_error_rate' | 'min_completion_rate', limit: number, observed: number | null, passes: boolean | null) => ({
       class: 'short',
       kind,
@@ -416,7 +417,7 @@ describe('Results screen', () => {
       unpaired,
       corpus_mismatches: [{ run: 3, run_corpus_sha256: 'b'.repeat(64), manifest_corpus_sha256: 'e'.repeat(64) }],
       goodput_comparable: { comparable: false, point: null, reason: 'admission limits differ (B0 64, C1 128)' },
-      other_points: [{ point: { offered: { kind: 'rate', per_s: 4 }, admission_limit: 128 }, runs: [9] }],
+      other_points: [{ point: { offered: { kind: 'rate', per_s: 4 }, admission_limit: 128, client_concurrency: null }, runs: [9] }],
     });
     ipcMock.studyResults.mockResolvedValue(resultsOf({ cells: [cell('B0'), c1] }));
     setup();

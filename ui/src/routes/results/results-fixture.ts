@@ -109,11 +109,11 @@ export function cell(name: string, patch: Partial<Cell> = {}): Cell {
     goodput_total: { n: 2, mean: 0.5, sd: 0.05, ci_low: 0.05, ci_high: 0.95 },
     unpaired: [],
     corpus_mismatches: [],
-    operating_point: { offered: { kind: 'rate', per_s: 2 }, admission_limit: 64 },
+    operating_point: { offered: { kind: 'rate', per_s: 2 }, admission_limit: 64, client_concurrency: null },
     other_points: [],
     goodput_comparable: baseline
       ? null
-      : { comparable: true, point: { offered: { kind: 'rate', per_s: 2 }, admission_limit: 64 }, reason: null },
+      : { comparable: true, point: { offered: { kind: 'rate', per_s: 2 }, admission_limit: 64, client_concurrency: null }, reason: null },
     envelope: [],
     contracts: [],
     paired: baseline

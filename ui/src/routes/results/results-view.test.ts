@@ -7,12 +7,18 @@ import {
   gateLabel,
   missesList,
   noiseFloorText,
+  operatingPointLabel,
   outcomeTone,
   testCellLabel,
   verdictLabel,
 } from './results-view';
 
 describe('labels', () => {
+  it('names the client\'s in-flight cap apart from the server\'s admission limit', () => {
+    const inf = { offered: { kind: 'unbounded' as const }, admission_limit: 4, client_concurrency: 2 };
+    expect(operatingPointLabel(inf)).toBe('all requests at once · client cap 2 in flight · admission limit 4');
+    expect(operatingPointLabel({ ...inf, client_concurrency: null })).toBe('all requests at once · admission limit 4');
+  });
   it('never calls a verdict "equivalent" (the headline is the backend\'s sentence)', () => {
     const verdicts: PairedVerdict[] = ['non_inferior', 'inferior', 'collect_more_evidence'];
     expect(verdicts.map(verdictLabel).some((l) => /equivalen/i.test(l))).toBe(false);

@@ -149,5 +149,7 @@ export function showEnvelope(envelope: readonly EnvelopePoint[], knee: number | 
 export function operatingPointLabel(point: OperatingPoint): string {
   const offered = offeredLabel(point.offered);
   const limit = point.admission_limit === null ? 'unknown' : formatCount(point.admission_limit);
-  return `${offered} · admission limit ${limit}`;
+  // The client's own in-flight cap, never the server's admission limit.
+  const client = point.client_concurrency === null ? '' : ` · client cap ${formatCount(point.client_concurrency)} in flight`;
+  return `${offered}${client} · admission limit ${limit}`;
 }
