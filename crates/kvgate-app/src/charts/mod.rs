@@ -364,8 +364,9 @@ fn envelope_specs(a: &StudyAnalysis, metrics: &[EnvelopeMetric]) -> Vec<ChartSpe
 }
 
 /// The charts of the packet, with their file names: the paired Δ of every candidate, useful
-/// goodput, end-to-end latency, and per class the envelope's goodput and cost against offered
-/// load (when a cell has an offered rate), drawn as the window draws them.
+/// goodput, end-to-end latency, per class the envelope's goodput and cost against offered load
+/// (when a cell has an offered rate), and each cell's engine load over time (when it has a
+/// series), drawn as the window draws them.
 pub fn packet_charts(a: &StudyAnalysis) -> Vec<(String, Chart)> {
     let mut specs = vec![
         ChartSpec::Forest {
@@ -381,6 +382,16 @@ pub fn packet_charts(a: &StudyAnalysis) -> Vec<(String, Chart)> {
         a,
         &[EnvelopeMetric::Goodput, EnvelopeMetric::Cost],
     ));
+    // The engine's load over time, of each cell that has a series.
+    specs.extend(
+        a.body
+            .cells
+            .iter()
+            .filter(|c| !c.capacity.metric_series.is_empty())
+            .map(|c| ChartSpec::Load {
+                cell: c.cell.clone(),
+            }),
+    );
     specs
         .iter()
         .map(|spec| {

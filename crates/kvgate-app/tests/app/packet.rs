@@ -415,7 +415,8 @@ async fn only_a_verified_packet_s_report_is_given_to_the_browser() {
 }
 
 /// The seeded demo's packet carries its recorded sweep as the envelope's goodput and cost
-/// against offered load, and its report lists the short class's contracts as checked.
+/// against offered load, each cell's engine load over time, and its report lists the short
+/// class's contracts as checked.
 #[tokio::test]
 async fn the_demo_packet_carries_the_envelope_charts_and_the_class_contracts() {
     let dir = tempfile::tempdir().unwrap();
@@ -432,6 +433,8 @@ async fn the_demo_packet_carries_the_envelope_charts_and_the_class_contracts() {
     for chart in [
         "charts/envelope-short-goodput.svg",
         "charts/envelope-short-cost.svg",
+        "charts/load-b0.svg",
+        "charts/load-q8.svg",
     ] {
         assert!(paths.contains(chart), "{chart} missing from {paths:?}");
     }
