@@ -105,11 +105,15 @@ export const journeys = [
       const expected = [];
       for (let i = 0; i < 3; i++) {
         const [key, side] = LABEL_KEYS[i];
+        // The pair is followed by its id: a list re-read after the write may order rows anew.
+        const id = await s.script('return document.querySelector(\'[data-testid="review-pair-row"][aria-current="true"]\')?.dataset.pairId ?? "";');
+        assert(id !== '', `a current pair before label ${i + 1}`);
+        const labelOf = async () => (await rows(s)).find((r) => r.id === id)?.label ?? 'unlabelled';
         await press(s, key);
-        await waitUntil(() => rows(s), (r) => r[i].label !== 'unlabelled', `pair ${i + 1} labelled ${side}`);
+        await waitUntil(labelOf, (l) => l !== 'unlabelled', `pair ${i + 1} labelled ${side}`);
         const reveal = await s.text('[data-testid="review-reveal"]');
         assert(/A = (B0|Q8)/.test(reveal) && /B = (B0|Q8)/.test(reveal), `the reveal names both sides: ${reveal}`);
-        const label = (await rows(s))[i].label;
+        const label = await labelOf();
         assert(label === mapped(side, reveal), `${side} with ${reveal} maps to ${mapped(side, reveal)}, stored ${label}`);
         expected.push(label);
         if (i < 2) await press(s, 'j');
@@ -122,7 +126,12 @@ export const journeys = [
         (v) => v === 'true',
         'the relabel marked unblinded',
       );
-      const status = await s.text('[data-testid="review-current-label"]');
+      // The words follow the attribute in a later paint: wait on them, not on a screenshot.
+      const status = await waitUntil(
+        () => s.text('[data-testid="review-current-label"]'),
+        (t) => t.includes('(unblinded)') && t.includes('Both wrong'),
+        'the pair says unblinded',
+      );
       assert(status.includes('(unblinded)'), `the pair says unblinded: ${status}`);
       expected[2] = 'both_wrong';
       await ctx.screenshot(s, 'review-unblinded');

@@ -196,6 +196,33 @@ describe('Review screen', () => {
     expect(screen.getByTestId('review-reveal').textContent).toBe('A = B0, B = Q8');
   });
 
+  it('keeps a label when a queue read started before it lands after it', async () => {
+    ipcMock.reviewQueue.mockResolvedValue(queue([pair(1), pair(2)]));
+    const p = pair(1);
+    ipcMock.labelPair.mockResolvedValue({
+      event: { seq: 1, at: '2026-03-03T09:00:00Z', actor: 'Ana', kind: 'label', subject: p.pair_id, payload: {}, previous: null, prev_hash: '0', hash: '1' },
+      candidate_is_a: false,
+      candidate: 'Q8',
+      given: 'a_correct_b_wrong',
+      label: 'candidate_regression',
+      unblinded: false,
+    });
+    const { review } = setup();
+    await screen.findByTestId('review-side-a');
+    await fireEvent.input(screen.getByTestId('review-reviewer'), { target: { value: 'Ana' } });
+    // A re-read (the file watch, F5) is in flight with the queue as it was before the label.
+    let land: (q: ReturnType<typeof queue>) => void = () => {};
+    ipcMock.reviewQueue.mockReturnValueOnce(new Promise((resolve) => (land = resolve)));
+    const stale = review.load();
+    await fireEvent.keyDown(window, { key: '1' });
+    await waitFor(() => expect(screen.getByTestId('review-reveal').textContent).toBe('A = B0, B = Q8'));
+    land(queue([pair(1), pair(2)]));
+    await stale;
+    const row = screen.getAllByTestId('review-pair-row').find((r) => r.dataset['pairId'] === p.pair_id)!;
+    expect(row.dataset['label']).toBe('candidate_regression');
+    expect(screen.getByTestId('review-reveal').textContent).toBe('A = B0, B = Q8');
+  });
+
   it('asks for the reviewer name before labelling', async () => {
     ipcMock.reviewQueue.mockResolvedValue(queue([pair(1)]));
     setup();

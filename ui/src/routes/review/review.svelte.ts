@@ -193,6 +193,8 @@ export class ReviewModel {
     const note = this.note;
     try {
       const outcome = await labelPair({ pair_id: pair.pair_id, label, note, by });
+      // A queue read started before this write would land with the pair as it was: dropped.
+      this.seq++;
       const queue = this.queue;
       if (queue) {
         const at = queue.pairs.findIndex((p) => p.pair_id === pair.pair_id);
