@@ -226,7 +226,7 @@ export const journeys = [
       // The recorded sweep's envelope against offered load, and the short class's contracts.
       await s.waitFor('[data-testid="chart-envelope"]');
       const figures = await s.script(
-        'return [...document.querySelectorAll(\'[data-testid="chart-envelope-metric"] option\')].map((o) => o.textContent);',
+        'return [...document.querySelectorAll(\'[data-testid="chart-envelope-choice"] option\')].map((o) => o.textContent);',
       );
       assert(
         JSON.stringify(figures) === JSON.stringify(['useful goodput', 'good share', 'TTFT p90', 'end-to-end p90', 'cost per good response']),

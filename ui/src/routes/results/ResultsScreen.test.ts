@@ -216,13 +216,13 @@ describe('Results screen', () => {
     );
 
     const latency = screen.getByTestId('chart-latency');
-    const metric = within(latency).getByTestId('chart-latency-metric') as HTMLSelectElement;
+    const metric = within(latency).getByTestId('chart-latency-choice') as HTMLSelectElement;
     expect([...metric.options].map((o) => o.textContent)).toEqual(['TTFT', 'ITL', 'end-to-end']);
     await fireEvent.change(metric, { target: { value: '2' } });
     expect(within(latency).getByTestId('latency-line').textContent).toBe('short · B0: e2e');
 
     const cdf = screen.getByTestId('chart-latency-cdf');
-    await fireEvent.change(within(cdf).getByTestId('chart-cdf-class'), { target: { value: 'long' } });
+    await fireEvent.change(within(cdf).getByTestId('chart-latency-cdf-class'), { target: { value: 'long' } });
     expect(within(cdf).queryByTestId('cdf-line')).toBeNull();
     expect(within(cdf).getByTestId('latency-cdf-missing').textContent).toBe('B0 (no distribution)');
     expect((within(cdf).getByTestId('chart-latency-cdf-image') as HTMLImageElement).alt).toBe('Chart latency-cdf-long-ttft');
@@ -233,7 +233,7 @@ describe('Results screen', () => {
     setup();
     await screen.findByTestId('results-header');
     const envelope = screen.getByTestId('chart-envelope');
-    const metric = within(envelope).getByTestId('chart-envelope-metric') as HTMLSelectElement;
+    const metric = within(envelope).getByTestId('chart-envelope-choice') as HTMLSelectElement;
     expect([...metric.options].map((o) => o.textContent)).toEqual([
       'useful goodput',
       'good share',
@@ -280,7 +280,7 @@ describe('Results screen', () => {
     setup();
     await screen.findByTestId('results-header');
     const latency = screen.getByTestId('chart-latency');
-    await fireEvent.change(within(latency).getByTestId('chart-latency-metric'), { target: { value: '2' } });
+    await fireEvent.change(within(latency).getByTestId('chart-latency-choice'), { target: { value: '2' } });
     await fireEvent.click(within(latency).getByTestId('chart-latency-export-png'));
     expect(ipcMock.exportChart).toHaveBeenCalledWith(analysis().study_id, charts().latency[2]!.spec, 'png');
     expect((await within(latency).findByTestId('chart-latency-saved')).textContent).toContain('PNG saved to');
