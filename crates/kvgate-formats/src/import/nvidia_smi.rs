@@ -28,7 +28,7 @@ pub fn aggregate_name(gpu: &str, field: &str) -> String {
 const GPU_KEYS: [&str; 3] = ["index", "uuid", "pci.bus_id"];
 
 /// What nvidia-smi writes for a reading it does not have.
-const ABSENT: [&str; 4] = ["[N/A]", "[Not Supported]", "N/A", "[Unknown]"];
+const ABSENT: [&str; 4] = ["[N/A]", "[Not Supported]", "N/A", "[Unknown Error]"];
 
 struct Column {
     name: String,
