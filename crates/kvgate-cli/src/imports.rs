@@ -21,8 +21,8 @@ pub struct ImportArgs {
     /// Cell whose frozen manifest the file measured (e.g. B0, C1)
     #[arg(long)]
     cell: String,
-    /// vllm-bench, guidellm, aiperf, inference-perf, prometheus, vllm-log, llamacpp-log, jsonl,
-    /// csv or parquet
+    /// vllm-bench, guidellm, aiperf, inference-perf, prometheus, vllm-log, llamacpp-log,
+    /// nvidia-smi, jsonl, csv or parquet
     #[arg(long, value_parser = parse_format)]
     format: ImportFormat,
     /// CSV / Parquet column mapping, e.g. dispatch=start_s,ttft=ttft_s,e2e=latency_s,unit=s

@@ -2,7 +2,11 @@
 //! capacity: a smaller KV representation can leave the reserved pool flat while it stores more
 //! tokens, so neither figure alone says whether capacity improved (the seed's memory boundary).
 //!
-//! Every figure is in MiB and absent when the log does not state it, never 0.
+//! Beside them, the memory nvidia-smi saw allocated on the GPUs (an imported `--format=csv` file):
+//! a flat allocated reading does not disprove a capacity improvement either, since engines reserve
+//! a similar pool whatever the KV dtype and store more tokens in it.
+//!
+//! Every figure is in MiB and absent when the log (or file) does not state it, never 0.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -25,6 +29,15 @@ pub struct DeviceMemory {
     /// llama.cpp working memory: the sum of its `compute buffer size` and `output buffer size`
     /// lines.
     pub compute_mib: Option<f64>,
+    /// Allocated device memory read by nvidia-smi: the highest `memory.used` of each GPU of the
+    /// imported file, summed over its GPUs. Each GPU's peak may fall at another sample, so this
+    /// bounds the simultaneous total from above; engines hold their pool from startup on, so the
+    /// peaks differ little. Absent when no nvidia-smi file was imported for the cell.
+    #[serde(default)]
+    pub allocated_mib: Option<f64>,
+    /// How many GPUs `allocated_mib` sums (those with at least one `memory.used` reading).
+    #[serde(default)]
+    pub allocated_gpus: Option<u32>,
     /// Where each figure was read, e.g. `weights_mib: run 3, startup log line 23`.
     pub sources: Vec<String>,
     /// Figures a later run of the cell states differently from the one shown, e.g.
@@ -41,10 +54,12 @@ impl DeviceMemory {
             && self.cuda_graph_mib.is_none()
             && self.recurrent_state_mib.is_none()
             && self.compute_mib.is_none()
+            && self.allocated_mib.is_none()
     }
 
     /// The sum of the figures the log states, and how many of the five it states: a total over
-    /// fewer parts is a lower bound, said so by the count.
+    /// fewer parts is a lower bound, said so by the count. nvidia-smi's allocated reading is
+    /// another measure of the same memory, never a part of this sum.
     pub fn stated_total_mib(&self) -> Option<(f64, usize)> {
         let parts: Vec<f64> = [
             self.weights_mib,
@@ -65,7 +80,8 @@ impl DeviceMemory {
 
     /// One line for people: each stated figure in MiB or GiB, then the parts the log left
     /// unstated, e.g. `weights 92.10 MiB · KV cache 45.00 MiB · compute 16.83 MiB (not stated:
-    /// CUDA graphs, recurrent state)`.
+    /// CUDA graphs, recurrent state)`, then nvidia-smi's reading when one was imported:
+    /// `· allocated (nvidia-smi) 61.20 GiB over 1 GPU`.
     pub fn describe(&self) -> String {
         let parts = [
             ("weights", self.weights_mib),
@@ -83,14 +99,28 @@ impl DeviceMemory {
             .filter(|(_, v)| v.is_none())
             .map(|(name, _)| *name)
             .collect();
-        if stated.is_empty() {
-            return "not stated by any startup log".to_owned();
+        let allocated = self.allocated_mib.map(|mib| {
+            let gpus = self.allocated_gpus.unwrap_or(0);
+            let plural = if gpus == 1 { "" } else { "s" };
+            format!(
+                "allocated (nvidia-smi) {} over {gpus} GPU{plural}",
+                size_mib(mib)
+            )
+        });
+        match (stated.is_empty(), allocated) {
+            (true, None) => "not stated by any startup log".to_owned(),
+            (true, Some(allocated)) => format!("{allocated} (no startup log states its parts)"),
+            (false, allocated) => {
+                let mut line = stated.join(" · ");
+                if !absent.is_empty() {
+                    line.push_str(&format!(" (not stated: {})", absent.join(", ")));
+                }
+                if let Some(allocated) = allocated {
+                    line.push_str(&format!(" · {allocated}"));
+                }
+                line
+            }
         }
-        let mut line = stated.join(" · ");
-        if !absent.is_empty() {
-            line.push_str(&format!(" (not stated: {})", absent.join(", ")));
-        }
-        line
     }
 
     /// Folds in the memory of another run of the same cell: a figure this side lacks is taken
@@ -112,6 +142,24 @@ impl DeviceMemory {
             ),
             ("compute_mib", &mut self.compute_mib, other.compute_mib),
         ];
+        // The allocated reading and its GPU count come from one file: taken or kept together.
+        match (self.allocated_mib, other.allocated_mib) {
+            (None, Some(v)) => {
+                self.allocated_mib = Some(v);
+                self.allocated_gpus = other.allocated_gpus;
+                self.sources.extend(
+                    other
+                        .sources
+                        .iter()
+                        .filter(|s| s.starts_with("allocated_mib:"))
+                        .map(|s| s.replacen(": ", &format!(": run {run_id}, "), 1)),
+                );
+            }
+            (Some(a), Some(b)) if (a - b).abs() > 0.005 => self.differences.push(format!(
+                "allocated_mib: run {run_id} states {b} MiB, not {a}"
+            )),
+            _ => {}
+        }
         for (name, mine, theirs) in fields {
             match (*mine, theirs) {
                 (None, Some(v)) => {
@@ -181,6 +229,57 @@ mod tests {
             .collect(),
             ..DeviceMemory::default()
         }
+    }
+
+    #[test]
+    fn the_allocated_reading_is_shown_beside_the_parts_never_added_to_them() {
+        // 62670 + 62001 MiB over two GPUs = 124671 MiB = 121.75 GiB (124671 / 1024 = 121.749…).
+        let m = DeviceMemory {
+            kv_cache_mib: Some(5130.24),
+            allocated_mib: Some(124671.0),
+            allocated_gpus: Some(2),
+            ..DeviceMemory::default()
+        };
+        assert_eq!(
+            m.describe(),
+            "KV cache 5.01 GiB (not stated: weights, CUDA graphs, recurrent state, compute) \
+             · allocated (nvidia-smi) 121.75 GiB over 2 GPUs"
+        );
+        assert_eq!(m.stated_total_mib(), Some((5130.24, 1)));
+        // 62668.8 MiB / 1024 = 61.20 GiB, one GPU, no startup log.
+        let alone = DeviceMemory {
+            allocated_mib: Some(62668.8),
+            allocated_gpus: Some(1),
+            ..DeviceMemory::default()
+        };
+        assert!(!alone.is_empty());
+        assert_eq!(alone.stated_total_mib(), None);
+        assert_eq!(
+            alone.describe(),
+            "allocated (nvidia-smi) 61.20 GiB over 1 GPU (no startup log states its parts)"
+        );
+    }
+
+    #[test]
+    fn folding_keeps_the_first_allocated_reading_with_its_gpu_count() {
+        let smi = |mib: f64, gpus: u32| DeviceMemory {
+            allocated_mib: Some(mib),
+            allocated_gpus: Some(gpus),
+            sources: vec!["allocated_mib: nvidia-smi smi.csv".to_owned()],
+            ..DeviceMemory::default()
+        };
+        let mut cell = memory(Some(92.1), None);
+        cell.fold(4, smi(124671.0, 2));
+        cell.fold(9, smi(62000.0, 1));
+        assert_eq!(cell.allocated_mib, Some(124671.0));
+        assert_eq!(cell.allocated_gpus, Some(2));
+        assert!(cell
+            .sources
+            .contains(&"allocated_mib: run 4, nvidia-smi smi.csv".to_owned()));
+        assert_eq!(
+            cell.differences,
+            vec!["allocated_mib: run 9 states 62000 MiB, not 124671"]
+        );
     }
 
     #[test]

@@ -42,9 +42,11 @@ fn record_from_row(row: &SqliteRow) -> Result<PolicyRecord, StoreError> {
 }
 
 /// Runs of a study that hold at least one measured request or tool aggregate: its results.
+/// Aggregates of evidence-only runs (nvidia-smi memory readings) are not results.
 const RESULT_RUNS: &str = "SELECT count(*) FROM runs r WHERE r.study_id = ? AND (\
      EXISTS (SELECT 1 FROM run_requests q WHERE q.run_id = r.id AND q.warmup = 0) \
-     OR EXISTS (SELECT 1 FROM run_aggregates a WHERE a.run_id = r.id))";
+     OR (r.granularity <> 'evidence' \
+     AND EXISTS (SELECT 1 FROM run_aggregates a WHERE a.run_id = r.id)))";
 
 impl Store {
     /// Locks the next policy version of a study. `policy_json` must be the canonical JSON and

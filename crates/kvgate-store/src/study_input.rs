@@ -39,6 +39,7 @@ use crate::{RunState, Store, StoreError};
 use kvgate_core::analysis::{
     CapacityEvidence, CellInput, Intervention, RequestRow, RunInput, StudyInput,
 };
+use kvgate_core::device_memory::DeviceMemory;
 use kvgate_core::evidence::{CellEvidence, EvidenceKind};
 use kvgate_core::fixtures::FixtureItem;
 use kvgate_core::manifest::Manifest;
@@ -109,6 +110,45 @@ impl Prompts {
     }
 }
 
+/// The allocated device memory of a run imported from an nvidia-smi CSV: the highest
+/// `memory.used` of each GPU (`gpu.<key>.memory.used`, stat `max`) summed over the GPUs that have
+/// one. `None` for runs of other sources, and for a file with no reading at all.
+async fn allocated_memory(
+    store: &Store,
+    run: &crate::RunRecord,
+) -> Result<Option<DeviceMemory>, LoadError> {
+    let config = serde_json::from_str::<Value>(&run.config_json).unwrap_or(Value::Null);
+    if config["import"]["format"].as_str() != Some("nvidia-smi") {
+        return Ok(None);
+    }
+    let peaks: Vec<f64> = store
+        .run_aggregates(run.id)
+        .await?
+        .into_iter()
+        .filter(|a| {
+            a.stat == "max"
+                && a.unit == "MiB"
+                && a.name.starts_with("gpu.")
+                && a.name.ends_with(".memory.used")
+        })
+        .map(|a| a.value)
+        .collect();
+    if peaks.is_empty() {
+        return Ok(None);
+    }
+    let sum: f64 = peaks.iter().sum();
+    let file = config["import"]["source_name"].as_str().unwrap_or("file");
+    Ok(Some(DeviceMemory {
+        allocated_mib: Some((sum * 100.0).round() / 100.0),
+        allocated_gpus: Some(peaks.len() as u32),
+        sources: vec![format!(
+            "allocated_mib: nvidia-smi {file}, highest memory.used of {} GPU(s) summed",
+            peaks.len()
+        )],
+        ..DeviceMemory::default()
+    }))
+}
+
 /// Reads every frozen cell of a study with its finished runs, evidence and measured requests;
 /// `corpora` finds the corpora of runs stored without prompt digests.
 pub async fn load_study(
@@ -171,6 +211,12 @@ pub async fn load_study(
                     cell_memory.fold(run.id, memory);
                 }
             }
+        }
+        if let Some(memory) = allocated_memory(store, run).await? {
+            cell.capacity
+                .device_memory
+                .get_or_insert_with(Default::default)
+                .fold(run.id, memory);
         }
         let points: Vec<MetricPoint> = store
             .run_scrapes(run.id)

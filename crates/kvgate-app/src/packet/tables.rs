@@ -131,6 +131,26 @@ pub fn cells(a: &StudyAnalysis) -> Table {
                     .and_then(|m| m.compute_mib)
             }),
         )
+        // nvidia-smi's reading: another measure of the same memory, beside the parts above.
+        .with(
+            "device_allocated_mib",
+            fcol(&|x| {
+                x.capacity
+                    .device_memory
+                    .as_ref()
+                    .and_then(|m| m.allocated_mib)
+            }),
+        )
+        .with(
+            "device_allocated_gpus",
+            col(&|x| {
+                x.capacity
+                    .device_memory
+                    .as_ref()
+                    .and_then(|m| m.allocated_gpus)
+                    .map(i64::from)
+            }),
+        )
         .with("kv_usage_max", fcol(&|x| x.capacity.kv_usage_max))
         .with("preemptions_delta", fcol(&|x| x.capacity.preemptions_delta))
         .with(

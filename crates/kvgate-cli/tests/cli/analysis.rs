@@ -13,6 +13,22 @@ fn policy_lock_then_analyze_prints_one_json_document() {
     let db = dir.path().join("ws.sqlite");
     cpu_study(&db);
     import_demo_runs(&db);
+    // The synthetic nvidia-smi file of two GPUs, as Q8's allocated memory: evidence, not a result.
+    let smi = crate::repo("fixtures/imports/nvidia-smi/synthetic-two-gpus.csv");
+    let out = kvgate(
+        &db,
+        &[
+            "import",
+            "--study",
+            "cpu",
+            "--cell",
+            "Q8",
+            "--format",
+            "nvidia-smi",
+            smi.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
 
     // Before a lock: no result, and the reason.
     let out = kvgate(&db, &["analyze", "--study", "cpu", "--json"]);
@@ -76,7 +92,8 @@ fn policy_lock_then_analyze_prints_one_json_document() {
     );
     let out = kvgate(&db, &["policy", "show", "--study", "cpu"]);
     assert!(stdout(&out).contains(&sha), "{}", stdout(&out));
-    // Results existed at the lock (the runs were imported first): recorded, not hidden.
+    // Results existed at the lock (the runs were imported first): recorded, not hidden. The
+    // nvidia-smi run holds aggregates but no requests: it is not counted among them.
     assert!(
         stdout(&out).contains("(2 runs with results existed)"),
         "{}",
@@ -146,6 +163,10 @@ fn policy_lock_then_analyze_prints_one_json_document() {
     assert_eq!(memory(&cells[1], "weights_mib"), 92.1);
     assert_eq!(memory(&cells[0], "kv_cache_mib"), 45.0);
     assert_eq!(memory(&cells[1], "kv_cache_mib"), 23.91);
+    // GPU 0 peaks at 62670 MiB, GPU 1 at 62001: 124671 MiB over 2 GPUs, on Q8 alone.
+    assert_eq!(memory(&cells[1], "allocated_mib"), 124671.0);
+    assert_eq!(memory(&cells[1], "allocated_gpus"), 2);
+    assert!(memory(&cells[0], "allocated_mib").is_null());
     assert!(memory(&cells[0], "cuda_graph_mib").is_null());
 
     // The human form names the policy and the decision.
@@ -156,7 +177,8 @@ fn policy_lock_then_analyze_prints_one_json_document() {
     assert!(
         text.contains(
             "device memory: weights 92.10 MiB · KV cache 23.91 MiB · compute 16.86 MiB \
-             (not stated: CUDA graphs, recurrent state)"
+             (not stated: CUDA graphs, recurrent state) · allocated (nvidia-smi) 121.75 GiB \
+             over 2 GPUs"
         ),
         "{text}"
     );

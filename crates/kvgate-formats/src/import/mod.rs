@@ -28,6 +28,7 @@ pub mod inference_perf_requests;
 pub mod jsonl;
 pub mod logs;
 pub mod mapping;
+pub mod nvidia_smi;
 pub mod prom_series;
 pub mod pyjson;
 pub mod vllm_bench;
@@ -57,6 +58,9 @@ pub enum ImportFormat {
     /// llama.cpp server startup log (compatibility evidence).
     #[serde(rename = "llamacpp-log")]
     LlamacppLog,
+    /// `nvidia-smi --query-gpu=index,memory.used,… --format=csv` (allocated device memory).
+    #[serde(rename = "nvidia-smi")]
+    NvidiaSmi,
     /// KV Gate's own run records: a `kvgate-run` file, or one `RequestRecord` per line.
     #[serde(rename = "jsonl")]
     Jsonl,
@@ -69,7 +73,7 @@ pub enum ImportFormat {
 }
 
 impl ImportFormat {
-    pub const ALL: [ImportFormat; 10] = [
+    pub const ALL: [ImportFormat; 11] = [
         ImportFormat::VllmBench,
         ImportFormat::Guidellm,
         ImportFormat::Aiperf,
@@ -77,6 +81,7 @@ impl ImportFormat {
         ImportFormat::Prometheus,
         ImportFormat::VllmLog,
         ImportFormat::LlamacppLog,
+        ImportFormat::NvidiaSmi,
         ImportFormat::Jsonl,
         ImportFormat::Csv,
         ImportFormat::Parquet,
@@ -91,6 +96,7 @@ impl ImportFormat {
             ImportFormat::Prometheus => "prometheus",
             ImportFormat::VllmLog => "vllm-log",
             ImportFormat::LlamacppLog => "llamacpp-log",
+            ImportFormat::NvidiaSmi => "nvidia-smi",
             ImportFormat::Jsonl => "jsonl",
             ImportFormat::Csv => "csv",
             ImportFormat::Parquet => "parquet",
@@ -113,6 +119,15 @@ impl ImportFormat {
         let text = String::from_utf8_lossy(&head[..head.len().min(64 * 1024)]);
         if name.ends_with(".parquet") || head.starts_with(b"PAR1") {
             return Some(ImportFormat::Parquet);
+        }
+        // nvidia-smi's header names its query fields, units in brackets.
+        let first = text
+            .trim_start_matches('\u{feff}')
+            .lines()
+            .next()
+            .unwrap_or("");
+        if first.contains("memory.used") || first.contains("memory.total [MiB]") {
+            return Some(ImportFormat::NvidiaSmi);
         }
         if name.ends_with(".csv") {
             return Some(ImportFormat::Csv);
@@ -749,6 +764,7 @@ pub fn parse(
         ImportFormat::Prometheus => prom_series::parse(&source, reader),
         ImportFormat::VllmLog => logs::parse(&source, reader, logs::LogKind::Vllm),
         ImportFormat::LlamacppLog => logs::parse(&source, reader, logs::LogKind::LlamaCpp),
+        ImportFormat::NvidiaSmi => nvidia_smi::parse(&source, reader),
         ImportFormat::Jsonl => jsonl::parse(&source, reader),
         ImportFormat::Csv | ImportFormat::Parquet => Err(source.at(
             "$",
@@ -948,6 +964,15 @@ mod tests {
         assert_eq!(
             ImportFormat::sniff("m.txt", b"# HELP x y\n# TYPE x gauge\nx 1\n"),
             Some(ImportFormat::Prometheus)
+        );
+        // An nvidia-smi CSV is told from a request table by its header, not its extension.
+        assert_eq!(
+            ImportFormat::sniff("smi.csv", b"index, memory.used [MiB]\n0, 5 MiB\n"),
+            Some(ImportFormat::NvidiaSmi)
+        );
+        assert_eq!(
+            ImportFormat::sniff("r.csv", b"start_s,ttft_s\n0,1\n"),
+            Some(ImportFormat::Csv)
         );
     }
 }

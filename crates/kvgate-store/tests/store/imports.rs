@@ -275,3 +275,78 @@ async fn an_import_needs_a_frozen_manifest_of_its_study() {
     assert!(matches!(err, StoreError::NotFrozen { .. }), "{err}");
     assert_eq!(store.import_row_counts().await.unwrap(), [0, 0, 0, 0, 0, 0]);
 }
+
+#[tokio::test]
+async fn the_format_rebuild_keeps_imports_their_runs_and_triggers_and_admits_nvidia_smi() {
+    let (_dir, store) = fresh().await;
+    let (sid, mid) = study(&store).await;
+    let runs = vec![imported(sid, mid, "per_request", 3)];
+    let (import, stored) = store
+        .insert_import(&new_import(sid, mid), &runs, &|_| true)
+        .await
+        .unwrap();
+    // The migration once more, now over a stored import: its rows must come through unchanged.
+    let rebuild = include_str!("../../migrations/20261204210000_import_format_nvidia_smi.sql");
+    let mut conn = store.pool().acquire().await.unwrap();
+    sqlx::raw_sql(sqlx::AssertSqlSafe(rebuild))
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+    let dangling: Vec<(String,)> = sqlx::query_as("SELECT \"table\" FROM pragma_foreign_key_check")
+        .fetch_all(&mut *conn)
+        .await
+        .unwrap();
+    assert!(dangling.is_empty(), "{dangling:?}");
+    drop(conn);
+    assert_eq!(store.list_imports(sid).await.unwrap(), vec![import.clone()]);
+    let run = store.get_run(stored[0].id).await.unwrap();
+    assert_eq!(run.import_id, Some(import.id));
+    let err = sqlx::query("DELETE FROM imports")
+        .execute(store.pool())
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("never deleted"), "{err}");
+
+    // An nvidia-smi file: an evidence-only run whose aggregates are readings, not results.
+    let mut smi = new_import(sid, mid);
+    smi.format = "nvidia-smi".into();
+    smi.source_sha256 = "b".repeat(64);
+    let mut reading = imported(sid, mid, "evidence", 0);
+    reading.evidence.clear();
+    reading.scrapes.clear();
+    reading.aggregates = vec![AggregateRow {
+        name: "gpu.0.memory.used".into(),
+        stat: "max".into(),
+        value: 62670.0,
+        unit: "MiB".into(),
+    }];
+    store
+        .insert_import(&smi, &[reading.clone()], &|_| true)
+        .await
+        .unwrap();
+    // A study whose only run is an nvidia-smi reading has no cell with results.
+    let other = NewStudy {
+        name: "smi only".into(),
+        description: String::new(),
+    };
+    let sid2 = store
+        .insert_study(&other, Provenance::User)
+        .await
+        .unwrap()
+        .id;
+    store.save_manifest_draft(sid2, "C1", "{}").await.unwrap();
+    let mid2 = store
+        .freeze_manifest(sid2, "C1", r#"{"cell":"C1"}"#, DIGEST)
+        .await
+        .unwrap()
+        .id;
+    let mut smi2 = smi.clone();
+    (smi2.study_id, smi2.manifest_id) = (sid2, mid2);
+    (reading.run.study_id, reading.run.manifest_id) = (sid2, mid2);
+    store
+        .insert_import(&smi2, &[reading], &|_| true)
+        .await
+        .unwrap();
+    assert!(store.cells_with_results(sid2).await.unwrap().is_empty());
+    assert_eq!(store.cells_with_results(sid).await.unwrap(), vec!["C1"]);
+}

@@ -29,6 +29,17 @@ recurrent_state_mib: number | null,
  */
 compute_mib: number | null, 
 /**
+ * Allocated device memory read by nvidia-smi: the highest `memory.used` of each GPU of the
+ * imported file, summed over its GPUs. Each GPU's peak may fall at another sample, so this
+ * bounds the simultaneous total from above; engines hold their pool from startup on, so the
+ * peaks differ little. Absent when no nvidia-smi file was imported for the cell.
+ */
+allocated_mib: number | null, 
+/**
+ * How many GPUs `allocated_mib` sums (those with at least one `memory.used` reading).
+ */
+allocated_gpus: number | null, 
+/**
  * Where each figure was read, e.g. `weights_mib: run 3, startup log line 23`.
  */
 sources: Array<string>, 

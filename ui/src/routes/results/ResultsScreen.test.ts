@@ -156,9 +156,28 @@ describe('Results screen', () => {
     expect(within(b0).getByTestId('memory-kv').textContent).toBe('45.00 MiB');
     expect(within(b0).getByTestId('memory-graphs').textContent).toBe('absent');
     expect(within(b0).getByTestId('memory-sources').textContent).toContain('startup log line 149');
+    // No nvidia-smi file: the allocated reading is absent, not 0.
+    expect(within(b0).getByTestId('memory-allocated').textContent?.trim()).toBe('absent');
     const c1 = cards.find((c) => c.dataset['cell'] === 'C1')!;
     expect(within(c1).queryByTestId('cell-device-memory')).toBeNull();
     expect(within(c1).getByTestId('cell-device-memory-absent').textContent).toContain('absent');
+  });
+
+  it('shows nvidia-smi allocated memory with its GPU count beside the startup parts', async () => {
+    const results = resultsOf();
+    // Synthetic: 62670 + 62001 MiB over two GPUs = 124671 MiB = 121.75 GiB.
+    const memory = results.analysis!.cells.find((c) => c.cell === 'B0')!.capacity.device_memory!;
+    memory.allocated_mib = 124671;
+    memory.allocated_gpus = 2;
+    ipcMock.studyResults.mockResolvedValue(results);
+    setup();
+    const cards = await screen.findAllByTestId('cell-card');
+    const b0 = cards.find((c) => c.dataset['cell'] === 'B0')!;
+    expect(within(b0).getByTestId('memory-allocated').textContent?.replace(/\s+/g, ' ').trim()).toBe(
+      '121.75 GiB over 2 GPUs',
+    );
+    // The startup parts are unchanged by it.
+    expect(within(b0).getByTestId('memory-kv').textContent).toBe('45.00 MiB');
   });
 
   it('opens the run a figure came from', async () => {

@@ -140,6 +140,8 @@ export function cell(name: string, patch: Partial<Cell> = {}): Cell {
             cuda_graph_mib: null,
             recurrent_state_mib: null,
             compute_mib: 16.83,
+            allocated_mib: null,
+            allocated_gpus: null,
             sources: ['weights_mib: run 2, startup log line 129', 'kv_cache_mib: run 2, startup log line 149'],
             differences: [],
           }

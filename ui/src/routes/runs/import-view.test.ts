@@ -32,7 +32,7 @@ function event(patch: Partial<ImportEvent>): ImportEvent {
 }
 
 describe('formats', () => {
-  it('lists all ten formats the backend reads, by their wire names', () => {
+  it('lists all eleven formats the backend reads, by their wire names', () => {
     expect(IMPORT_FORMATS.map((f) => f.value)).toEqual([
       'vllm-bench',
       'guidellm',
@@ -41,6 +41,7 @@ describe('formats', () => {
       'prometheus',
       'vllm-log',
       'llamacpp-log',
+      'nvidia-smi',
       'jsonl',
       'csv',
       'parquet',

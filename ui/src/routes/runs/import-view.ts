@@ -18,6 +18,7 @@ export const IMPORT_FORMATS: readonly { value: ImportFormat; label: string }[] =
   { value: 'prometheus', label: 'prometheus: /metrics text exposition' },
   { value: 'vllm-log', label: 'vllm-log: vLLM startup log' },
   { value: 'llamacpp-log', label: 'llamacpp-log: llama.cpp server startup log' },
+  { value: 'nvidia-smi', label: 'nvidia-smi: --query-gpu=index,memory.used --format=csv' },
   { value: 'jsonl', label: 'jsonl: KV Gate run file or request records' },
   { value: 'csv', label: 'csv: CSV with a column mapping' },
   { value: 'parquet', label: 'parquet: Parquet with a column mapping' },
