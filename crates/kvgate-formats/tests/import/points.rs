@@ -1,7 +1,8 @@
 //! Where each imported run lands: the operating point read from the file (the offered load and
 //! the client's own in-flight cap), never guessed, and the warning when the file records none.
 //! Real recorded files (`fixtures/real-tools/`), the field files (`../shared/realdata/field/`,
-//! skipped visibly where absent) and synthetic variants, labelled so.
+//! skipped visibly where absent: `shared_data` prints "skipped: shared field data not present")
+//! and synthetic variants, labelled so.
 
 use std::path::{Path, PathBuf};
 
