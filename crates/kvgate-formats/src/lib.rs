@@ -10,6 +10,8 @@
 /// The parsers of this crate and the version recorded with every import they produce.
 pub const PARSER_VERSION: &str = env!("CARGO_PKG_VERSION");
 
+#[cfg(test)]
+mod field_data;
 pub mod import;
 pub mod prometheus;
 pub mod run_file;

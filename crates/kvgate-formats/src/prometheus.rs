@@ -609,6 +609,7 @@ fn layer_list(raw: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::field_data::field;
 
     use kvgate_core::compat::check_compatibility;
     use kvgate_core::manifest::Manifest;
@@ -773,23 +774,6 @@ vllm:cache_config_info{block_size="16",cache_dtype="fp8_e4m3",calculate_kv_scale
             // `requests_processing` and `requests_deferred`, idle at each scrape.
             assert_eq!((p.running, p.waiting), (Some(0.0), Some(0.0)), "{p:?}");
         }
-    }
-
-    /// A path under `../shared/realdata/field/`, or `None` with the visible skip line.
-    fn field(test: &str, relative: &str) -> Option<String> {
-        let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../../../shared/realdata/field")
-            .join(relative);
-        if !path.exists() {
-            use std::io::Write;
-            let _ = writeln!(
-                std::io::stderr(),
-                "{test}: skipped: shared field data not present ({})",
-                path.display()
-            );
-            return None;
-        }
-        Some(std::fs::read_to_string(&path).unwrap())
     }
 
     #[test]

@@ -666,6 +666,7 @@ impl StripSuffixAt for str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::field_data::field;
 
     const LLAMA_Q8: &str = "\
 0.03.612.001 I llama_context: n_ctx         = 2048
@@ -1119,23 +1120,6 @@ llama_kv_cache:       MTL0 KV buffer size =  4352.00 MiB
         assert_eq!(m.stated_total_mib(), Some((8162.95, 4)));
     }
 
-    /// A path under `../shared/realdata/field/`, or `None` with the visible skip line.
-    fn field_log(test: &str, relative: &str) -> Option<String> {
-        let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../../../shared/realdata/field")
-            .join(relative);
-        if !path.exists() {
-            use std::io::Write;
-            let _ = writeln!(
-                std::io::stderr(),
-                "{test}: skipped: shared field data not present ({})",
-                path.display()
-            );
-            return None;
-        }
-        Some(std::fs::read_to_string(&path).unwrap())
-    }
-
     #[test]
     fn field_logs_state_their_memory_or_leave_it_absent() {
         let test = "field_logs_state_their_memory_or_leave_it_absent";
@@ -1174,7 +1158,7 @@ llama_kv_cache:       MTL0 KV buffer size =  4352.00 MiB
             ),
         ];
         for (file, want) in cases {
-            let Some(text) = field_log(test, file) else {
+            let Some(text) = field(test, file) else {
                 continue;
             };
             let m = parse_startup_log(&text).device_memory();
