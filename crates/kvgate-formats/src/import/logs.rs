@@ -19,21 +19,22 @@ pub enum LogKind {
     LlamaCpp,
 }
 
-/// The whole log as text: at most [`MAX_LOG_BYTES`], UTF-8 (the first byte that is not is named
-/// by line and offset).
-fn read_text(source: &Source, reader: impl Read) -> Result<String, ImportError> {
+/// The whole file as text: at most `max` bytes (`expected` and `found` say so when larger),
+/// UTF-8 (the first byte that is not is named by line and offset).
+pub(super) fn read_bounded_text(
+    source: &Source,
+    reader: impl Read,
+    max: u64,
+    expected: String,
+    found: &str,
+) -> Result<String, ImportError> {
     let mut bytes = Vec::new();
     reader
-        .take(MAX_LOG_BYTES + 1)
+        .take(max + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| source.io(e))?;
-    if bytes.len() as u64 > MAX_LOG_BYTES {
-        return Err(source.at(
-            "$",
-            None,
-            format!("a startup log of at most {} MiB", MAX_LOG_BYTES >> 20),
-            "a larger file: cut the server log to its startup lines",
-        ));
+    if bytes.len() as u64 > max {
+        return Err(source.at("$", None, expected, found));
     }
     String::from_utf8(bytes).map_err(|e| {
         let valid = e.utf8_error().valid_up_to();
@@ -50,6 +51,17 @@ fn read_text(source: &Source, reader: impl Read) -> Result<String, ImportError> 
             format!("a byte that is not UTF-8 at offset {valid}"),
         )
     })
+}
+
+/// The whole log as text, at most [`MAX_LOG_BYTES`].
+fn read_text(source: &Source, reader: impl Read) -> Result<String, ImportError> {
+    read_bounded_text(
+        source,
+        reader,
+        MAX_LOG_BYTES,
+        format!("a startup log of at most {} MiB", MAX_LOG_BYTES >> 20),
+        "a larger file: cut the server log to its startup lines",
+    )
 }
 
 /// A startup log of either engine given as a run's evidence: read as an import reads one, and

@@ -146,34 +146,13 @@ struct Gpu {
 }
 
 pub fn parse(source: &Source, reader: impl Read) -> Result<ParsedImport, ImportError> {
-    let mut bytes = Vec::new();
-    reader
-        .take(MAX_CSV_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| source.io(e))?;
-    if bytes.len() as u64 > MAX_CSV_BYTES {
-        return Err(source.at(
-            "$",
-            None,
-            format!("an nvidia-smi CSV of at most {} MiB", MAX_CSV_BYTES >> 20),
-            "a larger file",
-        ));
-    }
-    let text = String::from_utf8(bytes).map_err(|e| {
-        let valid = e.utf8_error().valid_up_to();
-        let line = e.as_bytes()[..valid]
-            .iter()
-            .filter(|b| **b == b'\n')
-            .count() as u64
-            + 1;
-        source.line(
-            line,
-            None,
-            None,
-            "UTF-8 text",
-            format!("a byte that is not UTF-8 at offset {valid}"),
-        )
-    })?;
+    let text = super::logs::read_bounded_text(
+        source,
+        reader,
+        MAX_CSV_BYTES,
+        format!("an nvidia-smi CSV of at most {} MiB", MAX_CSV_BYTES >> 20),
+        "a larger file",
+    )?;
     let mut lines = text
         .lines()
         .enumerate()
