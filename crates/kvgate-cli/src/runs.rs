@@ -96,6 +96,16 @@ pub enum RunCommand {
         /// (keys: language, length_class, position, task_type, answer_kind); applied before --limit
         #[arg(long, value_name = "KEY=VALUE")]
         only: Vec<String>,
+        /// Send only the selected items a cell has not answered yet (same item, same prompt) in
+        /// the study's finished quality runs: a run interrupted or cancelled is resumed by
+        /// running the same command again with --resume; its runs pair like one. A cell with
+        /// nothing left is said so and skipped; exit 0 when no cell has anything left
+        #[arg(long)]
+        resume: bool,
+        /// Send at most this many of the items left, in the selection's balanced order: a long
+        /// recording in bounded runs (with --resume), so an interruption loses one run at most
+        #[arg(long, value_name = "N")]
+        at_most: Option<u32>,
         /// Engine warm-up requests, sent first and stored apart: corpus items that are not then
         /// measured (fewer, and said so, when the corpus has no item left over)
         #[arg(long, default_value_t = 1)]
@@ -492,6 +502,8 @@ pub async fn run(app: &App, cmd: RunCommand) -> Result<Outcome, AppError> {
             repeats,
             limit,
             only,
+            resume,
+            at_most,
             warmup,
             concurrency,
         } => {
@@ -511,12 +523,39 @@ pub async fn run(app: &App, cmd: RunCommand) -> Result<Outcome, AppError> {
                     seed: Some(target.seed),
                     limit,
                     only: only.clone(),
+                    resume: Some(resume),
+                    at_most,
                     warmup: Some(warmup),
                     concurrency: Some(concurrency),
                     startup_log,
                     scrape_interval_ms: Some(target.scrape_interval_ms),
                     request_deadline_s: Some(target.request_deadline),
                 });
+            }
+            if resume {
+                let mut open = Vec::new();
+                for input in inputs {
+                    let left = app.quality_left(&input).await?;
+                    if left.to_send == 0 {
+                        eprintln!(
+                            "cell {}: all {} selected items answered in finished runs; nothing left to send",
+                            left.cell, left.selected
+                        );
+                    } else {
+                        eprintln!(
+                            "cell {}: {} of {} selected items answered before; sending {}",
+                            left.cell, left.answered, left.selected, left.to_send
+                        );
+                        open.push(input);
+                    }
+                }
+                if open.is_empty() {
+                    if target.json {
+                        println!("[]");
+                    }
+                    return Ok(Outcome::Success);
+                }
+                inputs = open;
             }
             if series {
                 let work = app.run_quality_cells(&inputs, target.seed, |e| progress.show(&e));

@@ -81,6 +81,38 @@ pub fn item_prompt_sha256(item: &FixtureItem, manifest: &Manifest) -> String {
     }
 }
 
+/// An item too long for a cell: its prompt's tokens plus the manifest's output cap exceed the
+/// manifest's context limit, so the server would cut or refuse it. Refused before sending.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, JsonSchema)]
+pub struct ContextOverflow {
+    pub item: String,
+    /// The corpus tokenizer's count of the rendered prompt.
+    pub prompt_tokens: usize,
+    pub output_cap: u32,
+    pub context_limit: u32,
+}
+
+/// The items of `items` whose prompt tokens plus the manifest's output cap exceed its context
+/// limit, in the order given. The count is the corpus's own (its tokenizer and chat template).
+pub fn context_overflows<'a>(
+    items: impl IntoIterator<Item = &'a FixtureItem>,
+    manifest: &Manifest,
+) -> Vec<ContextOverflow> {
+    items
+        .into_iter()
+        .filter(|i| {
+            i.token_count as u64 + u64::from(manifest.output_cap)
+                > u64::from(manifest.context_limit)
+        })
+        .map(|i| ContextOverflow {
+            item: i.id.clone(),
+            prompt_tokens: i.token_count,
+            output_cap: manifest.output_cap,
+            context_limit: manifest.context_limit,
+        })
+        .collect()
+}
+
 /// A run whose corpus is not its cell's evaluation corpus: its items are not the ones the
 /// manifest froze, so the run is flagged wherever it is shown.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, JsonSchema)]
@@ -263,6 +295,40 @@ mod tests {
         let mut kv = m;
         kv.kv_dtype = "q8_0".into();
         assert_eq!(item_prompt_sha256(&a, &kv), base);
+    }
+
+    #[test]
+    fn an_item_whose_prompt_and_output_cap_exceed_the_context_is_named_and_the_limit_itself_fits() {
+        let mut m = manifest();
+        m.context_limit = 1000;
+        m.output_cap = 200;
+        let mut at_limit = item("fits", "x");
+        at_limit.token_count = 800;
+        let mut over = item("over", "x");
+        over.token_count = 801;
+        let mut far = item("far", "x");
+        far.token_count = 5000;
+        let found = context_overflows([&at_limit, &over, &far], &m);
+        assert_eq!(
+            found,
+            vec![
+                ContextOverflow {
+                    item: "over".into(),
+                    prompt_tokens: 801,
+                    output_cap: 200,
+                    context_limit: 1000
+                },
+                ContextOverflow {
+                    item: "far".into(),
+                    prompt_tokens: 5000,
+                    output_cap: 200,
+                    context_limit: 1000
+                },
+            ]
+        );
+        // The output cap counts: without it, 801 tokens fit in 1,000.
+        m.output_cap = 0;
+        assert!(context_overflows([&over], &m).is_empty());
     }
 
     #[test]

@@ -1045,6 +1045,31 @@ impl Store {
         }
     }
 
+    /// The (item id, prompt sha256) of every measured request that ended, whatever its status,
+    /// in the study's finished quality runs (completed or cancelled) of one frozen manifest: what a
+    /// resumed quality run of that cell need not send again. A request left `unfinished` by a
+    /// cancelled run, and rows without an item or a prompt digest, are not in it.
+    pub async fn answered_prompts(
+        &self,
+        study_id: i64,
+        manifest_id: i64,
+    ) -> Result<Vec<(String, String)>, StoreError> {
+        let rows: Vec<(String, String)> = sqlx::query_as(
+            "SELECT DISTINCT q.item_id, q.prompt_sha256 FROM run_requests q \
+             JOIN runs r ON r.id = q.run_id \
+             WHERE r.study_id = ? AND r.manifest_id = ? AND r.kind = 'quality' \
+               AND r.state IN ('completed', 'cancelled') AND q.warmup = 0 \
+               AND q.status <> 'unfinished' \
+               AND q.item_id IS NOT NULL AND q.prompt_sha256 IS NOT NULL \
+             ORDER BY q.item_id, q.prompt_sha256",
+        )
+        .bind(study_id)
+        .bind(manifest_id)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows)
+    }
+
     /// The requests of a run: warmups first, then by index. `NotFound` when the run is absent.
     pub async fn run_requests(&self, run_id: i64) -> Result<Vec<StoredRequest>, StoreError> {
         let sql = concat!(

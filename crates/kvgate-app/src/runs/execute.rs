@@ -217,6 +217,77 @@ impl App {
         Ok(done)
     }
 
+    /// Of a quality run's selection, the items still to send: all of them, or with `resume` those
+    /// the cell has not answered with the same prompt in the study's finished quality runs; then
+    /// at most `at_most` of them, in the selection's order.
+    async fn left_to_send(
+        &self,
+        input: &QualityRunInput,
+        study_id: i64,
+        manifest_id: i64,
+        manifest: &Manifest,
+        selection: &[FixtureItem],
+    ) -> Result<LeftToSend, AppError> {
+        if input.at_most == Some(0) {
+            return Err(invalid("at_most: expected at least 1 item, found 0"));
+        }
+        let answered: HashSet<(String, String)> = if input.resume.unwrap_or(false) {
+            self.store
+                .answered_prompts(study_id, manifest_id)
+                .await?
+                .into_iter()
+                .collect()
+        } else {
+            HashSet::new()
+        };
+        let open: Vec<&FixtureItem> = selection
+            .iter()
+            .filter(|i| {
+                !answered.contains(&(
+                    i.id.clone(),
+                    kvgate_core::pairing::item_prompt_sha256(i, manifest),
+                ))
+            })
+            .collect();
+        let answered_count = selection.len() - open.len();
+        let take = input.at_most.map_or(open.len(), |n| n as usize);
+        Ok(LeftToSend {
+            answered: answered_count,
+            remaining: open.into_iter().take(take).map(|i| i.id.clone()).collect(),
+        })
+    }
+
+    /// How many of a quality run's selection are left to send, for `resume`: the selection's size,
+    /// those answered already, and those a run would send now. Nothing is stored or sent.
+    pub async fn quality_left(&self, input: &QualityRunInput) -> Result<QualityLeft, AppError> {
+        let stored = self.require_frozen(input.study_id, &input.cell).await?;
+        let corpus = open_corpus(Path::new(&input.corpus_dir))?;
+        let only = input.only.clone().unwrap_or_default();
+        let eligible: Vec<FixtureItem> = corpus
+            .items
+            .iter()
+            .filter(|i| ItemStrata::from_item_id(&i.id).is_some_and(|s| only.matches(&s)))
+            .cloned()
+            .collect();
+        let limit = input.limit.map(|l| l as usize).unwrap_or(eligible.len());
+        let selection: Vec<FixtureItem> = balanced_subset(&eligible, limit)
+            .into_iter()
+            .cloned()
+            .collect();
+        let manifest = Manifest::from_json(&stored.text).map_err(|p| {
+            AppError::storage(format!("stored manifest of cell {}: {p}", input.cell))
+        })?;
+        let left = self
+            .left_to_send(input, input.study_id, stored.id, &manifest, &selection)
+            .await?;
+        Ok(QualityLeft {
+            cell: input.cell.clone(),
+            selected: selection.len() as u32,
+            answered: left.answered as u32,
+            to_send: left.remaining.len() as u32,
+        })
+    }
+
     /// What a quality run checks before anything is stored or sent: the cell's manifest is
     /// frozen, its startup log readable, its corpus open.
     async fn check_quality_input(&self, input: &QualityRunInput) -> Result<(), AppError> {
@@ -290,16 +361,64 @@ impl App {
         if limit == 0 {
             return Err(invalid("limit: expected at least 1 item, found 0"));
         }
-        let items: Vec<FixtureItem> = balanced_subset(&eligible, limit)
+        let selection: Vec<FixtureItem> = balanced_subset(&eligible, limit)
             .into_iter()
             .cloned()
             .collect();
+        let selected: Vec<String> = selection.iter().map(|i| i.id.clone()).collect();
+        let left = self
+            .left_to_send(input, p.study_id, p.manifest_id, &p.manifest, &selection)
+            .await?;
+        let items: Vec<FixtureItem> = selection
+            .into_iter()
+            .filter(|i| left.remaining.contains(&i.id))
+            .collect();
+        if items.is_empty() {
+            return Err(invalid(format!(
+                "resume: every one of the {} selected items has an answer from cell {} in this \
+                 study's finished quality runs; nothing is left to send",
+                selected.len(),
+                input.cell
+            )));
+        }
+        let overflows = kvgate_core::pairing::context_overflows(&items, &p.manifest);
+        if let Some(first) = overflows.first() {
+            return Err(invalid(format!(
+                "corpus {}: {} of the items to send do not fit cell {}'s context: item {} has {} \
+                 prompt tokens (by the corpus's tokenizer, sha256 {}) + output cap {} > context \
+                 limit {}; nothing was sent",
+                input.corpus_dir,
+                overflows.len(),
+                input.cell,
+                first.item,
+                first.prompt_tokens,
+                corpus.meta.tokenizer_sha256,
+                first.output_cap,
+                first.context_limit
+            )));
+        }
         let ids: Vec<String> = items.iter().map(|i| i.id.clone()).collect();
         // Engine warm-up with items that are not then measured, so no measured prompt is in the
-        // prefix cache before its measured request.
-        let corpus_ids: Vec<String> = corpus.items.iter().map(|i| i.id.clone()).collect();
-        let warmup =
-            kvgate_core::warmup::plan_warmup(&corpus_ids, &ids, input.warmup.unwrap_or(1), seed);
+        // prefix cache before its measured request: none of the whole selection, so a resumed
+        // run never warms up with an item another run of the series measures.
+        // Only items that fit the cell's context warm it up.
+        let too_long: HashSet<String> =
+            kvgate_core::pairing::context_overflows(&corpus.items, &p.manifest)
+                .into_iter()
+                .map(|o| o.item)
+                .collect();
+        let corpus_ids: Vec<String> = corpus
+            .items
+            .iter()
+            .filter(|i| !too_long.contains(&i.id))
+            .map(|i| i.id.clone())
+            .collect();
+        let warmup = kvgate_core::warmup::plan_warmup(
+            &corpus_ids,
+            &selected,
+            input.warmup.unwrap_or(1),
+            seed,
+        );
         let order = quality_order(&ids, repeats, seed);
         let config = p.config(json!({
             "kind": "quality",
@@ -309,8 +428,9 @@ impl App {
                 "item_count": corpus.meta.item_count,
                 "synthetic": corpus.meta.synthetic,
                 "only": only,
-                "selected": ids,
+                "selected": selected,
             },
+
             "repeats": repeats,
             "seed": seed,
             "warmup": warmup,
@@ -322,6 +442,17 @@ impl App {
                 Value::Object(c)
             }
             (config, _) => config,
+        };
+        // Part of the selection only (resumed, or bounded by `at_most`): which part, and why.
+        let config = match config {
+            Value::Object(mut c) if ids.len() < selected.len() => {
+                c.insert(
+                    "sent".into(),
+                    json!({"items": ids, "answered_before": left.answered, "at_most": input.at_most}),
+                );
+                Value::Object(c)
+            }
+            config => config,
         };
         let label = format!(
             "quality · {} · {} items × {repeats}",
@@ -856,6 +987,12 @@ impl App {
         }
         set.check(&p.manifest, true)
     }
+}
+
+/// Of a quality run's selection: how many were answered before, and the ids to send now.
+struct LeftToSend {
+    answered: usize,
+    remaining: Vec<String>,
 }
 
 fn planned(item: &FixtureItem, manifest: &Manifest) -> Result<PlannedRequest, AppError> {

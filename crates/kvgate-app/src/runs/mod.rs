@@ -7,7 +7,7 @@
 //! scrapes. A cancelled run is kept, labelled `cancelled`, with every planned request accounted
 //! for.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -83,6 +83,15 @@ pub struct QualityRunInput {
     /// Send only the items of these strata (applied before `limit`).
     #[serde(default)]
     pub only: Option<SegmentFilter>,
+    /// Resume: of the selection (`only`, then `limit`), send only the items this cell has not
+    /// yet answered with the same prompt in the study's finished quality runs (see
+    /// `Store::answered_prompts`). Runs that resume one another pair like one run.
+    #[serde(default)]
+    pub resume: Option<bool>,
+    /// Send at most this many of the items left (in the selection's balanced order): a long
+    /// recording in bounded runs, so an interruption loses at most one of them.
+    #[serde(default)]
+    pub at_most: Option<u32>,
     /// Engine warm-up requests sent first and stored apart from measured ones (default 1):
     /// corpus items outside the measured set, never a measured item (see
     /// `kvgate_core::warmup::plan_warmup`; recorded in the run's config as `warmup`).
@@ -100,6 +109,19 @@ pub struct QualityRunInput {
     /// Per-request deadline in seconds (default 300).
     #[serde(default)]
     pub request_deadline_s: Option<f64>,
+}
+
+/// How much of a quality run's selection is left to send (`resume`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, JsonSchema)]
+pub struct QualityLeft {
+    pub cell: String,
+    /// Items in the selection (`only`, then `limit`).
+    pub selected: u32,
+    /// Of them, answered by the cell with the same prompt in the study's finished quality runs
+    /// (counted only with `resume`).
+    pub answered: u32,
+    /// What a run with this input would send now (`at_most` applied).
+    pub to_send: u32,
 }
 
 /// A load run at an offered rate (open loop) or a fixed concurrency (closed loop).

@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -12,11 +13,18 @@ use tokio::net::TcpListener;
 
 pub struct AnswerServer {
     pub addr: SocketAddr,
+    chats: Arc<AtomicUsize>,
 }
 
 impl AnswerServer {
     pub fn base(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// Chat requests received so far (not `/metrics` scrapes).
+    #[allow(dead_code)]
+    pub fn requests(&self) -> usize {
+        self.chats.load(Ordering::SeqCst)
     }
 }
 
@@ -27,12 +35,15 @@ pub async fn start(answers: HashMap<String, String>) -> AnswerServer {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let answers = Arc::new(answers);
+    let chats = Arc::new(AtomicUsize::new(0));
+    let counter = chats.clone();
     tokio::spawn(async move {
         loop {
             let Ok((stream, _)) = listener.accept().await else {
                 return;
             };
             let answers = answers.clone();
+            let counter = counter.clone();
             tokio::spawn(async move {
                 let (read, mut write) = stream.into_split();
                 let mut reader = BufReader::new(read);
@@ -77,6 +88,7 @@ pub async fn start(answers: HashMap<String, String>) -> AnswerServer {
                             text.len()
                         )
                     } else {
+                        counter.fetch_add(1, Ordering::SeqCst);
                         let request: serde_json::Value =
                             serde_json::from_slice(&body).unwrap_or_default();
                         let user = request["messages"]
@@ -107,5 +119,5 @@ pub async fn start(answers: HashMap<String, String>) -> AnswerServer {
             });
         }
     });
-    AnswerServer { addr }
+    AnswerServer { addr, chats }
 }

@@ -29,6 +29,8 @@ fn quality(study_id: i64, cell: &str, base_url: String, log: &str) -> QualityRun
         seed: Some(3),
         limit: Some(12),
         only: None,
+        resume: None,
+        at_most: None,
         warmup: Some(0),
         concurrency: Some(2),
         startup_log: Some(path(log)),

@@ -83,6 +83,8 @@ fn quality(study_id: i64, cell: &str, base_url: String, log: Option<&str>) -> Qu
         seed: Some(3),
         limit: Some(8),
         only: None,
+        resume: None,
+        at_most: None,
         warmup: Some(1),
         concurrency: Some(2),
         startup_log: log.map(path),
@@ -163,6 +165,178 @@ async fn quality_run_stores_every_request_with_its_verdict_and_evidence() {
     assert_eq!(summary.config["seed"], 3);
     assert_eq!(summary.config["corpus"]["synthetic"], true);
     assert_eq!(summary.config_sha256.len(), 64);
+}
+
+/// The measured item ids of a stored run.
+async fn measured_items(app: &App, run: i64) -> Vec<String> {
+    let detail = app.run_detail(run).await.unwrap();
+    let mut ids: Vec<String> = detail
+        .requests
+        .iter()
+        .filter(|r| !r.warmup)
+        .map(|r| r.record.item_id.clone().unwrap())
+        .collect();
+    ids.sort();
+    ids
+}
+
+#[tokio::test]
+async fn a_resumed_quality_run_sends_only_what_is_left_and_its_runs_cover_the_selection_once() {
+    let (_dir, app, sid) = app_with_cells("resume").await;
+    let (answers, _) = answers();
+    let server = answer_server::start(answers).await;
+    let whole = QualityRunInput {
+        repeats: Some(1),
+        ..quality(
+            sid,
+            "B0",
+            server.base(),
+            Some("fixtures/evidence/llamacpp-f16-startup.log"),
+        )
+    };
+    // The selection a single run would send.
+    let once = app.run_quality(&whole, |_| {}).await.unwrap();
+    let selected = measured_items(&app, once.id).await;
+    assert_eq!(selected.len(), 8);
+    let warmed: Vec<String> = once.config["warmup"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_owned())
+        .collect();
+
+    // The same selection on Q8, resumed three at a time.
+    let resumed = QualityRunInput {
+        cell: "Q8".into(),
+        startup_log: Some(path("fixtures/evidence/llamacpp-q8_0-startup.log")),
+        resume: Some(true),
+        at_most: Some(3),
+        ..whole.clone()
+    };
+    let left = app.quality_left(&resumed).await.unwrap();
+    assert_eq!((left.selected, left.answered, left.to_send), (8, 0, 3));
+    let mut sent: Vec<Vec<String>> = Vec::new();
+    for expected in [3usize, 3, 2] {
+        assert_eq!(
+            app.quality_left(&resumed).await.unwrap().to_send as usize,
+            expected
+        );
+        let run = app.run_quality(&resumed, |_| {}).await.unwrap();
+        let items = measured_items(&app, run.id).await;
+        assert_eq!(items.len(), expected);
+        assert_eq!(run.config["sent"]["answered_before"], 3 * sent.len());
+        // No measured item of the selection is a warm-up item of any run.
+        for w in run.config["warmup"]["items"].as_array().unwrap() {
+            assert!(!selected.contains(&w.as_str().unwrap().to_owned()), "{w}");
+        }
+        sent.push(items);
+    }
+    let mut all: Vec<String> = sent.concat();
+    all.sort();
+    assert_eq!(
+        all, selected,
+        "the resumed runs send the selection, each item once"
+    );
+    assert!(warmed.iter().all(|w| !all.contains(w)));
+    let left = app.quality_left(&resumed).await.unwrap();
+    assert_eq!((left.answered, left.to_send), (8, 0));
+    let err = app.run_quality(&resumed, |_| {}).await.unwrap_err();
+    assert!(
+        err.message.contains("nothing is left to send"),
+        "{}",
+        err.message
+    );
+    assert_eq!(
+        app.list_runs(sid).await.unwrap().len(),
+        4,
+        "the refusal stored nothing"
+    );
+
+    // B0 answered all 8 in one run: resuming it has nothing left either.
+    let b0 = QualityRunInput {
+        resume: Some(true),
+        ..whole.clone()
+    };
+    assert_eq!(app.quality_left(&b0).await.unwrap().to_send, 0);
+    // Without resume the selection is sent again, whole.
+    assert_eq!(app.quality_left(&whole).await.unwrap().to_send, 8);
+    // Four runs of Q8 and B0 pair like one: eight pairs.
+    let analysis = app.analyze(sid).await.unwrap();
+    let q8 = analysis.body.cells.iter().find(|c| c.cell == "Q8").unwrap();
+    let overall = q8.paired.iter().find(|p| p.stratum == "overall").unwrap();
+    assert_eq!(overall.n, 8);
+}
+
+#[tokio::test]
+async fn an_item_too_long_for_the_cells_context_is_refused_before_anything_is_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = App::open(DbLocation::Path(dir.path().join("ws.sqlite")))
+        .await
+        .unwrap();
+    let study = app
+        .create_study(NewStudy {
+            name: "context".into(),
+            description: String::new(),
+        })
+        .await
+        .unwrap();
+    let text = std::fs::read_to_string(path("fixtures/manifests/smollm2-135m-cpu-b0.json"))
+        .unwrap()
+        .replace("\"context_limit\": 2048", "\"context_limit\": 1500");
+    let draft = app.save_manifest_draft(study.id, &text).await.unwrap();
+    let digest = kvgate_core::manifest::Manifest::from_json(&text)
+        .unwrap()
+        .digest()
+        .unwrap();
+    app.freeze_manifest(study.id, &draft.cell, &digest)
+        .await
+        .unwrap();
+    let server = answer_server::start(HashMap::new()).await;
+    let corpus = open_corpus(std::path::Path::new(&path("fixtures/demo/corpus"))).unwrap();
+    // Long items of the demo corpus: more than 1,500 − 256 tokens each.
+    let long = QualityRunInput {
+        only: Some(kvgate_core::policy::SegmentFilter {
+            length_class: Some(kvgate_core::fixtures::LengthClass::Long),
+            ..Default::default()
+        }),
+        limit: Some(2),
+        ..quality(study.id, "B0", server.base(), None)
+    };
+    let err = app.run_quality(&long, |_| {}).await.unwrap_err();
+    let first = corpus
+        .items
+        .iter()
+        .filter(|i| i.token_count + 256 > 1500)
+        .map(|i| i.id.as_str())
+        .collect::<Vec<_>>();
+    assert!(
+        err.message.contains("do not fit cell B0's context"),
+        "{}",
+        err.message
+    );
+    assert!(
+        err.message
+            .contains("+ output cap 256 > context limit 1500"),
+        "{}",
+        err.message
+    );
+    assert!(
+        first.iter().any(|id| err.message.contains(id)),
+        "{}",
+        err.message
+    );
+    assert!(app.list_runs(study.id).await.unwrap().is_empty());
+    assert_eq!(server.requests(), 0, "nothing was sent");
+    // Short items fit and run.
+    let short = QualityRunInput {
+        only: Some(kvgate_core::policy::SegmentFilter {
+            length_class: Some(kvgate_core::fixtures::LengthClass::Short),
+            ..Default::default()
+        }),
+        ..long.clone()
+    };
+    let ran = app.run_quality(&short, |_| {}).await.unwrap();
+    assert_eq!(ran.planned, Some(4));
 }
 
 #[tokio::test]

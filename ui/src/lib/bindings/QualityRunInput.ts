@@ -26,6 +26,17 @@ limit?: number,
  */
 only?: SegmentFilter, 
 /**
+ * Resume: of the selection (`only`, then `limit`), send only the items this cell has not
+ * yet answered with the same prompt in the study's finished quality runs (see
+ * `Store::answered_prompts`). Runs that resume one another pair like one run.
+ */
+resume?: boolean, 
+/**
+ * Send at most this many of the items left (in the selection's balanced order): a long
+ * recording in bounded runs, so an interruption loses at most one of them.
+ */
+at_most?: number, 
+/**
  * Engine warm-up requests sent first and stored apart from measured ones (default 1):
  * corpus items outside the measured set, never a measured item (see
  * `kvgate_core::warmup::plan_warmup`; recorded in the run's config as `warmup`).
