@@ -59,6 +59,9 @@ pub struct ImportInput {
     /// A name the caller picks to follow progress and cancel (`cancel_import`).
     #[serde(default)]
     pub job: Option<String>,
+    /// lm-eval samples: its results file (default: `results_<date>.json` beside it, when there).
+    #[serde(default)]
+    pub companion: Option<String>,
 }
 
 /// Where an import stands, for progress bars.
@@ -326,6 +329,44 @@ fn attach_aiperf_summary(export: &Path, parsed: &mut ParsedImport) -> Result<(),
     Ok(())
 }
 
+/// lm-eval writes `results_<date>.json` beside each run's samples files: the harness version,
+/// the task's version, group and generation settings come from it. Named explicitly
+/// (`companion`), it must exist; found beside, it is read; absent, the import says so.
+fn attach_lm_eval_results(
+    samples: &Path,
+    companion: Option<&str>,
+    parsed: &mut ParsedImport,
+) -> Result<(), AppError> {
+    let beside = samples
+        .file_name()
+        .and_then(|n| import::lm_eval::results_file_name(&n.to_string_lossy()))
+        .and_then(|name| samples.parent().map(|dir| dir.join(name)))
+        .filter(|p| p.is_file());
+    let results = match companion {
+        Some(path) => Some(Path::new(path).to_path_buf()),
+        None => beside,
+    };
+    let Some(results) = results else {
+        parsed.warnings.push(ImportWarning::new(
+            "$",
+            "no results_<date>.json beside the samples file: the harness version, task version, group and generation settings are not recorded",
+            0,
+        ));
+        return Ok(());
+    };
+    let name = results.display().to_string();
+    let bytes = std::fs::read(&results).map_err(|e| invalid(format!("cannot read {name}: {e}")))?;
+    let text = String::from_utf8(bytes.clone())
+        .map_err(|_| invalid(format!("{name}: expected UTF-8 JSON, found other bytes")))?;
+    import::lm_eval::attach_results(
+        parsed,
+        &import::Source::new(&name),
+        &sha256_hex(&bytes),
+        &text,
+    )
+    .map_err(import_error)
+}
+
 /// Reads (and hashes) one file. Blocking: called on a blocking thread.
 fn read_file(input: ImportInput, progress: &ReadProgress) -> Result<ReadFile, AppError> {
     let path = Path::new(&input.path);
@@ -395,6 +436,26 @@ fn read_file(input: ImportInput, progress: &ReadProgress) -> Result<ReadFile, Ap
                 Content::Parsed(parsed)
             }
         }
+        ImportFormat::LmEvalSamples | ImportFormat::Inspect => {
+            // The context-length stratum of a harness item without a configured length is its
+            // prompt's token count by the pinned tokenizer.
+            let tokenizer = kvgate_formats::tokenizer::PinnedTokenizer::from_bytes(
+                crate::fixtures::PINNED_TOKENIZER_NAME,
+                crate::fixtures::PINNED_TOKENIZER,
+            )
+            .map_err(|e| AppError::new(ErrorCode::Internal, e.to_string()))?;
+            let count =
+                |text: &str| kvgate_core::fixtures::TokenCounter::count(&tokenizer, text).ok();
+            let source = import::Source::new(&source_name);
+            let buffered = io::BufReader::with_capacity(1 << 20, &mut reader);
+            let parsed = if input.format == ImportFormat::Inspect {
+                import::inspect::parse_counting(&source, buffered, &count)
+            } else {
+                import::lm_eval::parse(&source, buffered, &count)
+            }
+            .map_err(import_error)?;
+            Content::Parsed(parsed)
+        }
         format => {
             let parsed = import::parse(format, &source_name, &mut reader).map_err(import_error)?;
             Content::Parsed(parsed)
@@ -404,6 +465,9 @@ fn read_file(input: ImportInput, progress: &ReadProgress) -> Result<ReadFile, Ap
     if let Content::Parsed(parsed) = &mut content {
         if input.format == ImportFormat::Aiperf {
             attach_aiperf_summary(path, parsed)?;
+        }
+        if input.format == ImportFormat::LmEvalSamples {
+            attach_lm_eval_results(path, input.companion.as_deref(), parsed)?;
         }
         import::note_unknown_points(parsed, &source_name);
     }
@@ -896,8 +960,21 @@ impl App {
                     warnings_json: "[]".into(),
                 };
                 let mut warnings = parsed.warnings.clone();
-                let runs =
-                    self.imported_runs(&read, &mut parsed, stored.id, &manifest, &mut warnings)?;
+                let policy = match self.store.policy_versions(input.study_id).await?.pop() {
+                    Some(record) => {
+                        serde_json::from_str::<kvgate_core::policy::Policy>(&record.policy_json)
+                            .ok()
+                    }
+                    None => None,
+                };
+                let runs = self.imported_runs(
+                    &read,
+                    &mut parsed,
+                    stored.id,
+                    &manifest,
+                    policy.as_ref(),
+                    &mut warnings,
+                )?;
                 let new = NewImport {
                     warnings_json: serde_json::to_string(&warnings).unwrap_or_else(|_| "[]".into()),
                     ..new
@@ -927,6 +1004,7 @@ impl App {
         parsed: &mut ParsedImport,
         manifest_id: i64,
         manifest: &Manifest,
+        policy: Option<&kvgate_core::policy::Policy>,
         warnings: &mut Vec<ImportWarning>,
     ) -> Result<Vec<ImportedRun<ImportedRequest>>, AppError> {
         let profile = EngineProfile::for_engine(&manifest.engine);
@@ -956,7 +1034,8 @@ impl App {
             })?;
             let finished_at = rfc3339_from_unix_ms(anchor + run.elapsed_ms.unwrap_or(0.0) as i64)
                 .unwrap_or_else(|| started_at.clone());
-            let config = json!({
+            let judged = harness_verdicts(read, run, policy, warnings)?;
+            let mut config = json!({
                 "import": {
                     "format": parsed.format.as_str(),
                     "parser_version": parsed.format.parser_version(),
@@ -971,6 +1050,9 @@ impl App {
                 "source_config": run.config,
                 "metadata": run.metadata,
             });
+            if let (Some(j), Value::Object(c)) = (&judged, &mut config) {
+                c.insert("harness_metrics".into(), json!(j.decided));
+            }
             let config_json = canonical_json(&config);
             let scrapes: Vec<ReadScrape> = run
                 .scrapes
@@ -1020,11 +1102,20 @@ impl App {
                     *flag = true;
                 }
             }
+            let kind = if judged.is_some() {
+                RunKind::Quality
+            } else {
+                RunKind::Load
+            };
+            let verdicts: Vec<Option<Option<kvgate_core::validator::Verdict>>> = match &judged {
+                Some(j) => j.verdicts.clone(),
+                None => vec![Some(None); run.requests.len()],
+            };
             runs.push(ImportedRun {
                 run: NewRun {
                     study_id: read.input.study_id,
                     manifest_id,
-                    kind: RunKind::Load,
+                    kind,
                     label: run.label.clone(),
                     provenance: RunProvenance::Imported,
                     config_sha256: sha256_hex(config_json.as_bytes()),
@@ -1040,10 +1131,18 @@ impl App {
                 planned: run.planned,
                 note,
                 // Moved, not copied: a million-request file is held once.
+                // A harness row of another filter than the deciding one is not stored.
                 requests: std::mem::take(&mut run.requests)
                     .into_iter()
                     .zip(unmeasured)
-                    .map(|(record, warmup)| ImportedRequest { record, warmup })
+                    .zip(verdicts)
+                    .filter_map(|((record, warmup), verdict)| {
+                        verdict.map(|verdict| ImportedRequest {
+                            record,
+                            warmup,
+                            verdict,
+                        })
+                    })
                     .collect(),
                 evidence,
                 scrapes: scrape_rows,
@@ -1153,6 +1252,82 @@ impl App {
         };
         Ok((new, vec![run]))
     }
+}
+
+/// The verdicts of a harness run's rows and the metric that decided each task.
+struct HarnessJudgement {
+    decided: Vec<kvgate_core::harness::DecisiveMetric>,
+    /// Per row: `None` when the row is not stored (another filter), else its verdict.
+    verdicts: Vec<Option<Option<kvgate_core::validator::Verdict>>>,
+}
+
+/// Judges the rows of an evaluation harness's run: an item KV Gate exported by KV Gate's
+/// validator against its approved answer; any other by the metric deciding its task (the locked
+/// policy's `metrics`, else the task's first scoring metric; `kvgate_core::harness`). `None` for
+/// a run of another format.
+fn harness_verdicts(
+    read: &ReadFile,
+    run: &ParsedRun,
+    policy: Option<&kvgate_core::policy::Policy>,
+    warnings: &mut Vec<ImportWarning>,
+) -> Result<Option<HarnessJudgement>, AppError> {
+    use kvgate_core::validator::{validate, ResponseOutcome, ValidatorPolicy};
+    if run.harness.is_empty() {
+        return Ok(None);
+    }
+    let rows: Vec<kvgate_core::harness::ScoredRow> =
+        run.harness.iter().map(|h| h.scored.clone()).collect();
+    let exported = run.harness.iter().all(|h| h.expected.is_some());
+    let decided = if exported {
+        Vec::new()
+    } else {
+        kvgate_core::harness::decisive_metrics(&rows, |task| {
+            policy.and_then(|p| p.metrics.as_ref()?.get(task).cloned())
+        })
+        .map_err(|e| invalid(format!("{}: {e}", read.source_name)))?
+    };
+    let mut verdicts = Vec::with_capacity(rows.len());
+    let mut other_filter = 0u64;
+    for (i, (h, record)) in run.harness.iter().zip(&run.requests).enumerate() {
+        let verdict = match &h.expected {
+            Some(expected) => {
+                // One row per document for an exported task: the first filter's.
+                let first_filter = &run.harness[0].scored.filter;
+                if &h.scored.filter != first_filter {
+                    None
+                } else {
+                    let text = h
+                        .filtered
+                        .clone()
+                        .unwrap_or_else(|| record.output_text.clone());
+                    let outcome = if text.is_empty() {
+                        ResponseOutcome::Empty
+                    } else {
+                        ResponseOutcome::Completed { text }
+                    };
+                    Some(Some(validate(
+                        expected,
+                        &outcome,
+                        ValidatorPolicy::default(),
+                    )))
+                }
+            }
+            None => kvgate_core::harness::row_verdict(&h.scored, &decided)
+                .map_err(|e| invalid(format!("{} row {}: {e}", read.source_name, i + 1)))?,
+        };
+        if verdict.is_none() {
+            other_filter += 1;
+        }
+        verdicts.push(verdict);
+    }
+    if other_filter > 0 {
+        warnings.push(ImportWarning::new(
+            "$.filter",
+            "rows of another filter than the one deciding their task are not stored: one row per document",
+            other_filter,
+        ));
+    }
+    Ok(Some(HarnessJudgement { decided, verdicts }))
 }
 
 /// How much of a file [`sniff_import_format`] reads.

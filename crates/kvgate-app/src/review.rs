@@ -283,7 +283,7 @@ impl App {
                 }
                 let strata = ItemStrata::from_item_id(item);
                 if filter.strata != SegmentFilter::default()
-                    && !strata.as_ref().is_some_and(|s| filter.strata.matches(s))
+                    && !filter.strata.matches_item(item, strata.as_ref())
                 {
                     continue;
                 }

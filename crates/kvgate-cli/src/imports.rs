@@ -22,7 +22,7 @@ pub struct ImportArgs {
     #[arg(long)]
     cell: String,
     /// vllm-bench, guidellm, aiperf, inference-perf, prometheus, vllm-log, llamacpp-log,
-    /// nvidia-smi, jsonl, csv or parquet
+    /// nvidia-smi, jsonl, lm-eval-samples, inspect, csv or parquet
     #[arg(long, value_parser = parse_format)]
     format: ImportFormat,
     /// CSV / Parquet column mapping, e.g. dispatch=start_s,ttft=ttft_s,e2e=latency_s,unit=s
@@ -32,7 +32,12 @@ pub struct ImportArgs {
     #[arg(long)]
     json: bool,
     /// Files to import; each is one atomic import. With vllm-bench, a `vllm bench sweep` output
-    /// folder stands for its `run=N.json` results: all are read first, none stored if one fails
+    /// folder stands for its `run=N.json` results: all are read first, none stored if one fails.
+    /// With lm-eval-samples, SAMPLES.jsonl [RESULTS.json]: the results file of the same lm-eval
+    /// run (default: the results_<date>.json beside the samples file). Harness results are quality
+    /// runs: each row's verdict comes from the metric the locked policy names for its task
+    /// (`metrics`), else the task's first scoring metric; tasks KV Gate exported are judged by
+    /// KV Gate's validator
     #[arg(required = true)]
     files: Vec<PathBuf>,
 }
@@ -199,6 +204,24 @@ pub async fn run(app: &App, args: ImportArgs) -> Result<Outcome, AppError> {
         .map(ColumnMapping::parse_spec)
         .transpose()
         .map_err(|e| AppError::new(ErrorCode::InvalidInput, format!("--map: {e}")))?;
+    // lm-eval: a results_<date>.json given with samples files is their results file.
+    let is_results = |p: &PathBuf| {
+        args.format == ImportFormat::LmEvalSamples
+            && p.file_name()
+                .map(|n| n.to_string_lossy())
+                .is_some_and(|n| n.starts_with("results_") && n.ends_with(".json"))
+    };
+    let companions: Vec<&PathBuf> = args.files.iter().filter(|p| is_results(p)).collect();
+    if companions.len() > 1 {
+        return Err(AppError::new(
+            ErrorCode::InvalidInput,
+            format!(
+                "expected at most one results_<date>.json with the samples files, found {}",
+                companions.len()
+            ),
+        ));
+    }
+    let companion = companions.first().map(|p| p.display().to_string());
     let input = |path: &Path| ImportInput {
         study_id: study.id,
         cell: args.cell.clone(),
@@ -206,9 +229,10 @@ pub async fn run(app: &App, args: ImportArgs) -> Result<Outcome, AppError> {
         path: path.display().to_string(),
         mapping: mapping.clone(),
         job: None,
+        companion: companion.clone(),
     };
     let mut done = Vec::new();
-    for file in &args.files {
+    for file in args.files.iter().filter(|p| !is_results(p)) {
         if file.is_dir() {
             // A sweep is read whole before any of it is stored: a bad result stores nothing.
             // (The workbench keeps one previewed reading at a time, so each is read again to

@@ -21,6 +21,7 @@ pub mod device_memory;
 pub mod display;
 pub mod evidence;
 pub mod fixtures;
+pub mod harness;
 pub mod kv_capacity;
 pub mod manifest;
 pub mod metrics;

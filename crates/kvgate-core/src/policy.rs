@@ -4,6 +4,8 @@
 //! non-inferiority margins, the significance level and the goodput observation window. A policy
 //! is locked as canonical JSON with its sha256; results of a study stay hidden until it is.
 
+use std::collections::BTreeMap;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -41,6 +43,12 @@ pub struct Policy {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub cost: Option<CostRate>,
+    /// For imported harness results: the metric that decides each task's verdict, by task name
+    /// (`{"gsm8k": "exact_match", "niah_single_1": "4096"}`); a task not named is decided by its
+    /// first metric. Left out when absent, so policies locked before it keep their sha256.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub metrics: Option<BTreeMap<String, String>>,
 }
 
 /// The operating envelope's bar: a point is inside it when every class's good share (good ÷
@@ -138,6 +146,18 @@ pub struct SegmentFilter {
     pub task_type: Option<TaskType>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer_kind: Option<AnswerKind>,
+    /// A harness task (imported lm-eval or Inspect results), e.g. `niah_single_1`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub task: Option<String>,
+    /// A harness task group, e.g. `ruler`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub task_group: Option<String>,
+    /// A harness item's context length as its id writes it: `4096`, or `≤2048` when counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub context_length: Option<String>,
 }
 
 /// The strata of one fixture item, as read back from its id.
@@ -226,8 +246,49 @@ pub fn strata() -> [StratumDimension; 5] {
 }
 
 impl SegmentFilter {
+    /// True when the filter names a harness stratum (task, group or context length).
+    pub fn names_harness_strata(&self) -> bool {
+        self.task.is_some() || self.task_group.is_some() || self.context_length.is_some()
+    }
+
+    /// True when the filter names a fixture stratum.
+    pub fn names_fixture_strata(&self) -> bool {
+        self.language.is_some()
+            || self.length_class.is_some()
+            || self.position.is_some()
+            || self.task_type.is_some()
+            || self.answer_kind.is_some()
+    }
+
+    /// Whether an item, by its id and its fixture strata (when it is a fixture item), is in the
+    /// segment. A harness item matches only a filter naming no fixture stratum, and a fixture
+    /// item only one naming no harness stratum; an item with neither strata is in no segment.
+    pub fn matches_item(&self, id: &str, fixture: Option<&ItemStrata>) -> bool {
+        if let Some(s) = fixture {
+            return !self.names_harness_strata() && self.matches(s);
+        }
+        match crate::harness::HarnessStrata::from_item_id(id) {
+            Some(h) => !self.names_fixture_strata() && self.matches_harness(&h),
+            None => false,
+        }
+    }
+
+    /// Whether a harness item is in the segment, by its harness strata alone.
+    pub fn matches_harness(&self, h: &crate::harness::HarnessStrata) -> bool {
+        self.task.as_ref().is_none_or(|t| *t == h.task)
+            && self
+                .task_group
+                .as_ref()
+                .is_none_or(|g| h.group.as_ref() == Some(g))
+            && self
+                .context_length
+                .as_ref()
+                .is_none_or(|c| h.context_length.as_ref() == Some(c))
+    }
+
     pub fn matches(&self, s: &ItemStrata) -> bool {
-        self.language.is_none_or(|v| v == s.language)
+        !self.names_harness_strata()
+            && self.language.is_none_or(|v| v == s.language)
             && self.length_class.is_none_or(|v| v == s.length_class)
             && self.position.is_none_or(|v| v == s.position)
             && self.task_type.is_none_or(|v| v == s.task_type)
@@ -336,9 +397,27 @@ impl Policy {
         }
     }
 
+    /// The metric that decides a harness task's verdicts: the one the policy names for the task,
+    /// else the first the harness lists for it (`listed`, in the harness's order).
+    pub fn decisive_metric(&self, task: &str, listed: &[String]) -> Option<String> {
+        self.metrics
+            .as_ref()
+            .and_then(|m| m.get(task).cloned())
+            .or_else(|| listed.first().cloned())
+    }
+
     /// Every problem of the policy's values; empty when it may be locked.
     pub fn problems(&self) -> Vec<PolicyProblem> {
         let mut out = Vec::new();
+        for (task, metric) in self.metrics.iter().flatten() {
+            if task.trim().is_empty() || metric.trim().is_empty() {
+                out.push(problem(
+                    format!("metrics.{task}"),
+                    "a task name and the metric that decides it",
+                    format!("{task:?}: {metric:?}"),
+                ));
+            }
+        }
         if self.classes.is_empty() {
             out.push(problem("classes", "at least one request class", "none"));
         }

@@ -365,7 +365,7 @@ fn request_from_row(row: &SqliteRow) -> Result<StoredRequest, StoreError> {
 }
 
 /// A request as the store writes it: its record, and (for runs KV Gate executed) its repeat,
-/// warm-up flag and verdict. An imported record is repeat 0, measured, without a verdict.
+/// warm-up flag and verdict. An imported record is repeat 0; a harness row has a verdict.
 pub trait RequestRowSource {
     fn record(&self) -> &RequestRecord;
     fn repeat(&self) -> u32;
@@ -389,11 +389,13 @@ impl RequestRowSource for StoredRequest {
 }
 
 /// A request read from another tool's file, and whether that tool measured it: warm-up and
-/// cool-down rows a tool keeps are stored as warm-up rows, outside every measured count.
+/// cool-down rows a tool keeps are stored as warm-up rows, outside every measured count. An
+/// evaluation harness's row carries the verdict its score (or KV Gate's validator) gave.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ImportedRequest {
     pub record: RequestRecord,
     pub warmup: bool,
+    pub verdict: Option<Verdict>,
 }
 
 impl RequestRowSource for ImportedRequest {
@@ -407,7 +409,7 @@ impl RequestRowSource for ImportedRequest {
         self.warmup
     }
     fn verdict(&self) -> Option<&Verdict> {
-        None
+        self.verdict.as_ref()
     }
 }
 

@@ -92,7 +92,7 @@ export const journeys = [
       const formats = await s.script(
         'return [...document.querySelectorAll(\'[data-testid="import-format"] option\')].map((o) => o.value).filter(Boolean);',
       );
-      assert(formats.length === 11 && formats.includes('inference-perf') && formats.includes('nvidia-smi'), `formats offered: ${JSON.stringify(formats)}`);
+      assert(formats.length === 13 && formats.includes('inference-perf') && formats.includes('nvidia-smi') && formats.includes('lm-eval-samples') && formats.includes('inspect'), `formats offered: ${JSON.stringify(formats)}`);
 
       // The path typed, the format guessed from the file's name and first bytes, then Enter.
       await enterPath(s, file);

@@ -77,6 +77,7 @@ fn input(study_id: i64, cell: &str, format: ImportFormat, path: &Path) -> Import
         path: path.to_string_lossy().into_owned(),
         mapping: None,
         job: None,
+        companion: None,
     }
 }
 

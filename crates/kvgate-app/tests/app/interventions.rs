@@ -74,6 +74,7 @@ async fn changed_weights(dir: &tempfile::TempDir) -> (App, i64) {
                 path: bound.to_string_lossy().into_owned(),
                 mapping: None,
                 job: None,
+                companion: None,
             },
             |_| {},
         )

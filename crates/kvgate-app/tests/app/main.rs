@@ -109,6 +109,7 @@ pub async fn import_demo(app: &App, study_id: i64) {
                 path: format!("{ROOT}fixtures/demo/runs/{file}.kvgate-run.jsonl"),
                 mapping: None,
                 job: None,
+                companion: None,
             },
             |_| {},
         )

@@ -22,6 +22,7 @@ async fn import(app: &App, study_id: i64, cell: &str, file: &str) {
             path: format!("{ROOT}fixtures/disagreements/runs/{file}.kvgate-run.jsonl"),
             mapping: None,
             job: None,
+            companion: None,
         },
         |_| {},
     )

@@ -359,6 +359,7 @@ async fn real_llamacpp_disagreements_are_the_queue() {
                 path: format!("{ROOT}fixtures/disagreements/runs/{file}.kvgate-run.jsonl"),
                 mapping: None,
                 job: None,
+                companion: None,
             },
             |_| {},
         )

@@ -190,9 +190,13 @@ pub(super) fn paired_rows(
         &|_| true,
     )];
     let mut marginals: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-    for (i, (_, strata)) in items.iter().enumerate() {
+    for (i, (id, strata)) in items.iter().enumerate() {
         if let Some(s) = strata {
             for m in s.marginals() {
+                marginals.entry(m).or_default().push(i);
+            }
+        } else if let Some(h) = crate::harness::HarnessStrata::from_item_id(id) {
+            for m in h.marginals() {
                 marginals.entry(m).or_default().push(i);
             }
         }
@@ -219,7 +223,7 @@ pub(super) fn paired_rows(
         } else {
             policy.alpha
         };
-        let keep = |i: usize| items[i].1.as_ref().is_some_and(|st| s.filter.matches(st));
+        let keep = |i: usize| s.filter.matches_item(&items[i].0, items[i].1.as_ref());
         rows.push(row(
             s.name.clone(),
             StratumKind::Segment,
@@ -298,8 +302,8 @@ pub(super) fn floors(
             let floor = s.floor?;
             let (mut n, mut accepted) = (0, 0);
             for (i, v) in pass.iter().enumerate() {
-                if let (Some(v), Some(st)) = (v, &items[i].1) {
-                    if s.filter.matches(st) {
+                if let Some(v) = v {
+                    if s.filter.matches_item(&items[i].0, items[i].1.as_ref()) {
                         n += 1;
                         accepted += u64::from(*v);
                     }

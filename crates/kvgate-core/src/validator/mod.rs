@@ -131,6 +131,8 @@ pub enum ReasonCode {
     UnexpectedRefusal,
     Timeout,
     Error,
+    /// An evaluation harness scored the answer 0 (its metric, not KV Gate's validator).
+    HarnessScore,
 }
 
 impl ReasonCode {
@@ -149,6 +151,7 @@ impl ReasonCode {
             ReasonCode::UnexpectedRefusal => "unexpected_refusal",
             ReasonCode::Timeout => "timeout",
             ReasonCode::Error => "error",
+            ReasonCode::HarnessScore => "harness_score",
         }
     }
 }

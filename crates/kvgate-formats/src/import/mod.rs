@@ -25,7 +25,9 @@ pub mod aiperf;
 pub mod guidellm;
 pub mod inference_perf;
 pub mod inference_perf_requests;
+pub mod inspect;
 pub mod jsonl;
+pub mod lm_eval;
 pub mod logs;
 pub mod mapping;
 pub mod nvidia_smi;
@@ -64,6 +66,13 @@ pub enum ImportFormat {
     /// KV Gate's own run records: a `kvgate-run` file, or one `RequestRecord` per line.
     #[serde(rename = "jsonl")]
     Jsonl,
+    /// lm-evaluation-harness `--log_samples` output, `samples_<task>_<date>.jsonl` (with its
+    /// `results_<date>.json`): per-item scores, paired like KV Gate's own quality runs.
+    #[serde(rename = "lm-eval-samples")]
+    LmEvalSamples,
+    /// An Inspect AI eval log (`.json`, or the `.eval` archive): per-sample scores.
+    #[serde(rename = "inspect")]
+    Inspect,
     /// CSV with a column mapping (read through polars).
     #[serde(rename = "csv")]
     Csv,
@@ -73,7 +82,7 @@ pub enum ImportFormat {
 }
 
 impl ImportFormat {
-    pub const ALL: [ImportFormat; 11] = [
+    pub const ALL: [ImportFormat; 13] = [
         ImportFormat::VllmBench,
         ImportFormat::Guidellm,
         ImportFormat::Aiperf,
@@ -83,6 +92,8 @@ impl ImportFormat {
         ImportFormat::LlamacppLog,
         ImportFormat::NvidiaSmi,
         ImportFormat::Jsonl,
+        ImportFormat::LmEvalSamples,
+        ImportFormat::Inspect,
         ImportFormat::Csv,
         ImportFormat::Parquet,
     ];
@@ -98,6 +109,8 @@ impl ImportFormat {
             ImportFormat::LlamacppLog => "llamacpp-log",
             ImportFormat::NvidiaSmi => "nvidia-smi",
             ImportFormat::Jsonl => "jsonl",
+            ImportFormat::LmEvalSamples => "lm-eval-samples",
+            ImportFormat::Inspect => "inspect",
             ImportFormat::Csv => "csv",
             ImportFormat::Parquet => "parquet",
         }
@@ -119,6 +132,16 @@ impl ImportFormat {
         let text = String::from_utf8_lossy(&head[..head.len().min(64 * 1024)]);
         if name.ends_with(".parquet") || head.starts_with(b"PAR1") {
             return Some(ImportFormat::Parquet);
+        }
+        if name.ends_with(".eval") && head.starts_with(b"PK\x03\x04") {
+            return Some(ImportFormat::Inspect);
+        }
+        let start = text.trim_start_matches('\u{feff}').trim_start();
+        if name.starts_with("samples_") && start.starts_with("{\"doc_id\"") {
+            return Some(ImportFormat::LmEvalSamples);
+        }
+        if start.starts_with('{') && text.contains("\"eval\": {") && text.contains("\"samples\"") {
+            return Some(ImportFormat::Inspect);
         }
         // nvidia-smi's header names its query fields, units in brackets.
         let first = text
@@ -241,6 +264,8 @@ pub struct ParsedRun {
     /// cool-down requests outside its measured window. Stored as warm-up rows.
     pub unmeasured: Vec<u32>,
     pub requests: Vec<RequestRecord>,
+    /// Harness imports: one per request, its scores (empty for other formats).
+    pub harness: Vec<HarnessRow>,
     pub aggregates: Vec<Aggregate>,
     pub scrapes: Vec<ParsedScrape>,
     pub evidence: Vec<ParsedEvidence>,
@@ -259,11 +284,21 @@ impl ParsedRun {
             clocked: true,
             unmeasured: Vec::new(),
             requests: Vec::new(),
+            harness: Vec::new(),
             aggregates: Vec::new(),
             scrapes: Vec::new(),
             evidence: Vec::new(),
         }
     }
+}
+
+/// What an evaluation harness said of one request: its scores, and for items KV Gate exported
+/// the approved answer and the response as the harness filtered it, for KV Gate's validator.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HarnessRow {
+    pub scored: kvgate_core::harness::ScoredRow,
+    pub expected: Option<kvgate_core::validator::ExpectedAnswer>,
+    pub filtered: Option<String>,
 }
 
 /// A correction the parser made, or something the user must know about what was read. Stored
@@ -749,12 +784,28 @@ pub fn parse(
     let mut reader = io::BufReader::with_capacity(1 << 20, reader);
     let head = reader.fill_buf().map_err(|e| source.io(e))?;
     if let Some(what) = foreign_file(head) {
-        return Err(source.at(
-            "$",
-            None,
-            format!("{format} input"),
-            format!("{what}: KV Gate does not import this tool's files yet"),
-        ));
+        let own = if what.starts_with("lm-evaluation-harness per-sample") {
+            Some(ImportFormat::LmEvalSamples)
+        } else if what.contains("Inspect AI") {
+            Some(ImportFormat::Inspect)
+        } else {
+            None
+        };
+        if own != Some(format) {
+            let how = match own {
+                Some(f) => format!("import it with --format {f}"),
+                None if what.starts_with("lm-evaluation-harness results") => {
+                    "give it with its samples file, --format lm-eval-samples".to_owned()
+                }
+                None => "KV Gate does not import this tool's files".to_owned(),
+            };
+            return Err(source.at(
+                "$",
+                None,
+                format!("{format} input"),
+                format!("{what}: {how}"),
+            ));
+        }
     }
     match format {
         ImportFormat::VllmBench => vllm_bench::parse(&source, reader),
@@ -766,6 +817,8 @@ pub fn parse(
         ImportFormat::LlamacppLog => logs::parse(&source, reader, logs::LogKind::LlamaCpp),
         ImportFormat::NvidiaSmi => nvidia_smi::parse(&source, reader),
         ImportFormat::Jsonl => jsonl::parse(&source, reader),
+        ImportFormat::LmEvalSamples => lm_eval::parse(&source, reader, &|_| None),
+        ImportFormat::Inspect => inspect::parse(&source, reader),
         ImportFormat::Csv | ImportFormat::Parquet => Err(source.at(
             "$",
             None,
@@ -786,7 +839,8 @@ pub fn note_unknown_points(import: &mut ParsedImport, file: &str) {
     let many = import.runs.len() > 1;
     let mut notes = Vec::new();
     for (i, run) in import.runs.iter().enumerate() {
-        if run.requests.is_empty() {
+        // A harness run measures quality, not load: it has no operating point to miss.
+        if run.requests.is_empty() || !run.harness.is_empty() {
             continue;
         }
         let point = kvgate_core::operating_point::imported_point(&run.config);

@@ -178,14 +178,14 @@ const FIELD: &[Field] = &[
     // lm-evaluation-harness and Inspect AI: recognised and refused by name.
     Field {
         file: "lm-eval/pyfade-gsm8k-gemma3-12b-it-q4km-base-ollama/samples_gsm8k_2025-09-09T13-42-42.857006.jsonl",
-        format: F::Jsonl,
-        gives: "refused, named as lm-eval per-sample results",
-        check: Refused(LM_EVAL_SAMPLES),
+        format: F::LmEvalSamples,
+        gives: "3 unclocked rows, docs 16, 17, 18 of gsm8k, strict-match, exact_match 1, 0, 1",
+        check: Reads(lm_eval_gsm8k),
     },
     Field {
         file: "lm-eval/pyfade-gsm8k-gemma3-12b-it-q4km-base-ollama/results_2025-09-09T13-42-42.857006.json",
-        format: F::VllmBench,
-        gives: "refused, named as lm-eval results",
+        format: F::LmEvalSamples,
+        gives: "refused as samples: a results file goes with its samples file",
         check: Refused(LM_EVAL_RESULTS),
     },
     Field {
@@ -202,9 +202,9 @@ const FIELD: &[Field] = &[
     },
     Field {
         file: "lm-eval/pyfade-mmlu-pro-plus-gemma-3-12b-it-base-vllm/samples_mmlu_pro_plus_chemistry_2025-10-14T15-11-56.507865.jsonl",
-        format: F::Jsonl,
-        gives: "refused, named as lm-eval per-sample results",
-        check: Refused(LM_EVAL_SAMPLES),
+        format: F::LmEvalSamples,
+        gives: "3 rows of mmlu_pro_plus_chemistry, docs 0, 6, 7, filter custom-extract, exact_match scored",
+        check: Reads(lm_eval_mmlu),
     },
     Field {
         file: "lm-eval/pyfade-mmlu-pro-plus-gemma-3-12b-it-base-vllm/results_2025-10-14T15-11-56.507865.json",
@@ -226,9 +226,9 @@ const FIELD: &[Field] = &[
     },
     Field {
         file: "lm-eval/textorpixels-niah-single-1-len500-qwen25-05b-hf/samples_niah_single_1_2025-06-27T15-36-26.531929.jsonl",
-        format: F::Jsonl,
-        gives: "refused, named as lm-eval per-sample results (500 RULER rows)",
-        check: Refused(LM_EVAL_SAMPLES),
+        format: F::LmEvalSamples,
+        gives: "500 RULER rows at the configured length 500 (the 4096 placeholder -1 is no length)",
+        check: Reads(lm_eval_niah_500),
     },
     Field {
         file: "lm-eval/textorpixels-niah-single-1-len1000-qwen25-05b-hf/samples_niah_single_1_2025-06-27T14-58-32.284616.jsonl",
@@ -238,9 +238,9 @@ const FIELD: &[Field] = &[
     },
     Field {
         file: "inspect/eee-arc-easy-ollama-qwen25-05b.json",
-        format: F::Guidellm,
-        gives: "refused, named as an Inspect AI log",
-        check: Refused(INSPECT_JSON),
+        format: F::Inspect,
+        gives: "3 samples of inspect_evals/arc_easy, ids 1, 2, 3, choice C, I, I",
+        check: Reads(inspect_arc_qwen),
     },
     Field {
         file: "inspect/eee-arc-easy-claude-sonnet-4-0.json",
@@ -250,18 +250,112 @@ const FIELD: &[Field] = &[
     },
     Field {
         file: "inspect/inspectai-popularity-ollama-gemma3-log_read_sample.eval",
-        format: F::Jsonl,
-        gives: "refused, named as an Inspect AI log archive",
-        check: Refused(&["an Inspect AI log archive", "does not import"]),
+        format: F::Inspect,
+        gives: "the .eval archive: 1 sample of popularity, id 1, match C",
+        check: Reads(inspect_popularity),
     },
 ];
 
 const LM_EVAL_SAMPLES: &[&str] = &[
     "lm-evaluation-harness per-sample results",
-    "does not import",
+    "import it with --format lm-eval-samples",
 ];
-const LM_EVAL_RESULTS: &[&str] = &["lm-evaluation-harness results", "does not import"];
-const INSPECT_JSON: &[&str] = &["an Inspect AI log (JSON", "does not import"];
+const LM_EVAL_RESULTS: &[&str] = &[
+    "lm-evaluation-harness results",
+    "with its samples file, --format lm-eval-samples",
+];
+const INSPECT_JSON: &[&str] = &["an Inspect AI log (JSON", "import it with --format inspect"];
+
+/// The harness rows of a parsed harness file: (item id, filter, scores).
+fn harness_rows(p: &ParsedImport) -> Vec<(String, String, Vec<(String, Option<f64>)>)> {
+    let run = &p.runs[0];
+    assert!(!run.clocked, "harness rows carry no timing");
+    assert_eq!(run.harness.len(), run.requests.len());
+    run.requests
+        .iter()
+        .zip(&run.harness)
+        .map(|(r, h)| {
+            assert!(r.prompt_sha256.as_ref().is_some_and(|d| d.len() == 64));
+            (
+                r.item_id.clone().unwrap(),
+                h.scored.filter.clone(),
+                h.scored.scores.clone(),
+            )
+        })
+        .collect()
+}
+
+fn lm_eval_gsm8k(p: &ParsedImport) {
+    let rows = harness_rows(p);
+    let ids: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
+    assert_eq!(
+        ids,
+        ["lm-eval:gsm8k:16", "lm-eval:gsm8k:17", "lm-eval:gsm8k:18"]
+    );
+    for (i, v) in [1.0, 0.0, 1.0].into_iter().enumerate() {
+        assert_eq!(rows[i].1, "strict-match");
+        assert_eq!(rows[i].2, vec![("exact_match".to_owned(), Some(v))]);
+    }
+    assert!(p.runs[0].requests[0].output_text.contains("#### 230"));
+}
+
+fn lm_eval_mmlu(p: &ParsedImport) {
+    let rows = harness_rows(p);
+    let ids: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "lm-eval:mmlu_pro_plus_chemistry:0",
+            "lm-eval:mmlu_pro_plus_chemistry:6",
+            "lm-eval:mmlu_pro_plus_chemistry:7"
+        ]
+    );
+    assert!(rows.iter().all(|r| r.1 == "custom-extract"));
+    assert!(rows
+        .iter()
+        .all(|r| r.2[0].0 == "exact_match" && r.2[0].1.is_some()));
+}
+
+fn lm_eval_niah_500(p: &ParsedImport) {
+    let rows = harness_rows(p);
+    assert_eq!(rows.len(), 500);
+    assert_eq!(rows[0].0, "lm-eval:niah_single_1@500:0");
+    assert_eq!(rows[499].0, "lm-eval:niah_single_1@500:499");
+    // Every row: 4096 not run (-1), 500 scored 1 (the SOURCES.md count).
+    assert!(rows.iter().all(|r| r.2
+        == vec![
+            ("4096".to_owned(), Some(-1.0)),
+            ("500".to_owned(), Some(1.0))
+        ]));
+}
+
+fn inspect_arc_qwen(p: &ParsedImport) {
+    let rows = harness_rows(p);
+    let ids: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "inspect:inspect_evals/arc_easy:1",
+            "inspect:inspect_evals/arc_easy:2",
+            "inspect:inspect_evals/arc_easy:3"
+        ]
+    );
+    let values: Vec<Option<f64>> = rows.iter().map(|r| r.2[0].1).collect();
+    assert_eq!(values, [Some(1.0), Some(0.0), Some(0.0)], "C, I, I");
+    assert!(rows.iter().all(|r| r.2[0].0 == "choice"));
+    assert_eq!(
+        p.tool.as_deref(),
+        Some("inspect_ai 0.3.138.dev45+g23fb0e7e")
+    );
+    assert!(p.runs[0].requests[0].output_text.starts_with("ANSWER: A"));
+}
+
+fn inspect_popularity(p: &ParsedImport) {
+    let rows = harness_rows(p);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].0, "inspect:popularity:1");
+    assert_eq!(rows[0].2, vec![("match".to_owned(), Some(1.0))]);
+}
 
 #[test]
 fn every_field_file_gives_what_the_table_says() {

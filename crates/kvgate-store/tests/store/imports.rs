@@ -277,7 +277,8 @@ async fn an_import_needs_a_frozen_manifest_of_its_study() {
 }
 
 #[tokio::test]
-async fn the_format_rebuild_keeps_imports_their_runs_and_triggers_and_admits_nvidia_smi() {
+async fn the_format_rebuilds_keep_imports_their_runs_and_triggers_and_admit_nvidia_smi_and_harnesses(
+) {
     let (_dir, store) = fresh().await;
     let (sid, mid) = study(&store).await;
     let runs = vec![imported(sid, mid, "per_request", 3)];
@@ -349,4 +350,32 @@ async fn the_format_rebuild_keeps_imports_their_runs_and_triggers_and_admits_nvi
         .unwrap();
     assert!(store.cells_with_results(sid2).await.unwrap().is_empty());
     assert_eq!(store.cells_with_results(sid).await.unwrap(), vec!["C1"]);
+
+    // The harness rebuild, replayed over the stored imports, keeps them and admits harness files.
+    let before = store.list_imports(sid).await.unwrap();
+    let rebuild = include_str!("../../migrations/20261205000000_import_format_harness.sql");
+    let mut conn = store.pool().acquire().await.unwrap();
+    sqlx::raw_sql(sqlx::AssertSqlSafe(rebuild))
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+    drop(conn);
+    assert_eq!(store.list_imports(sid).await.unwrap(), before);
+    for (format, sha) in [("lm-eval-samples", "c"), ("inspect", "d")] {
+        let mut harness = new_import(sid, mid);
+        harness.format = format.into();
+        harness.source_sha256 = sha.repeat(64);
+        store
+            .insert_import(&harness, &[imported(sid, mid, "per_request", 2)], &|_| true)
+            .await
+            .unwrap();
+    }
+    let mut unknown = new_import(sid, mid);
+    unknown.format = "lm-eval".into();
+    unknown.source_sha256 = "e".repeat(64);
+    let err = store
+        .insert_import(&unknown, &[imported(sid, mid, "per_request", 1)], &|_| true)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("CHECK constraint failed"), "{err}");
 }

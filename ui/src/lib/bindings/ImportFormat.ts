@@ -3,4 +3,4 @@
 /**
  * The formats `kvgate import --format` accepts.
  */
-export type ImportFormat = "vllm-bench" | "guidellm" | "aiperf" | "inference-perf" | "prometheus" | "vllm-log" | "llamacpp-log" | "nvidia-smi" | "jsonl" | "csv" | "parquet";
+export type ImportFormat = "vllm-bench" | "guidellm" | "aiperf" | "inference-perf" | "prometheus" | "vllm-log" | "llamacpp-log" | "nvidia-smi" | "jsonl" | "lm-eval-samples" | "inspect" | "csv" | "parquet";

@@ -21,4 +21,8 @@ mapping?: ColumnMapping,
 /**
  * A name the caller picks to follow progress and cancel (`cancel_import`).
  */
-job?: string, };
+job?: string, 
+/**
+ * lm-eval samples: its results file (default: `results_<date>.json` beside it, when there).
+ */
+companion?: string, };

@@ -36,4 +36,10 @@ envelope?: EnvelopeRule,
  * What an instance costs, for the cost per accepted, SLO-compliant response; left out when
  * absent, likewise.
  */
-cost?: CostRate, };
+cost?: CostRate, 
+/**
+ * For imported harness results: the metric that decides each task's verdict, by task name
+ * (`{"gsm8k": "exact_match", "niah_single_1": "4096"}`); a task not named is decided by its
+ * first metric. Left out when absent, so policies locked before it keep their sha256.
+ */
+metrics?: { [key in string]: string }, };

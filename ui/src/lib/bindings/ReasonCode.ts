@@ -3,4 +3,4 @@
 /**
  * Why a response was rejected. A verdict lists every code that applies, in this order.
  */
-export type ReasonCode = "malformed" | "missing_field" | "extra_field" | "wrong_type" | "wrong_asset" | "wrong_revision" | "factor_of_ten" | "wrong_value" | "wrong_unit" | "invented_value" | "unexpected_refusal" | "timeout" | "error";
+export type ReasonCode = "malformed" | "missing_field" | "extra_field" | "wrong_type" | "wrong_asset" | "wrong_revision" | "factor_of_ten" | "wrong_value" | "wrong_unit" | "invented_value" | "unexpected_refusal" | "timeout" | "error" | "harness_score";

@@ -8,4 +8,16 @@ import type { TaskType } from "./TaskType";
 /**
  * Which fixture items a segment covers; an unset field matches every item.
  */
-export type SegmentFilter = { language?: Language | null, length_class?: LengthClass | null, position?: Position | null, task_type?: TaskType | null, answer_kind?: AnswerKind | null, };
+export type SegmentFilter = { language?: Language | null, length_class?: LengthClass | null, position?: Position | null, task_type?: TaskType | null, answer_kind?: AnswerKind | null, 
+/**
+ * A harness task (imported lm-eval or Inspect results), e.g. `niah_single_1`.
+ */
+task?: string, 
+/**
+ * A harness task group, e.g. `ruler`.
+ */
+task_group?: string, 
+/**
+ * A harness item's context length as its id writes it: `4096`, or `≤2048` when counted.
+ */
+context_length?: string, };

@@ -77,6 +77,7 @@ export const REASON_CODES: readonly ReasonCode[] = [
   'unexpected_refusal',
   'timeout',
   'error',
+  'harness_score',
 ];
 
 /** The strata of an item for a row: "de · long · end · numeric · present"; "strata unknown" without. */

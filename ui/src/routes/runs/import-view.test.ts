@@ -32,7 +32,7 @@ function event(patch: Partial<ImportEvent>): ImportEvent {
 }
 
 describe('formats', () => {
-  it('lists all eleven formats the backend reads, by their wire names', () => {
+  it('lists all thirteen formats the backend reads, by their wire names', () => {
     expect(IMPORT_FORMATS.map((f) => f.value)).toEqual([
       'vllm-bench',
       'guidellm',
@@ -43,6 +43,8 @@ describe('formats', () => {
       'llamacpp-log',
       'nvidia-smi',
       'jsonl',
+      'lm-eval-samples',
+      'inspect',
       'csv',
       'parquet',
     ]);

@@ -20,6 +20,8 @@ export const IMPORT_FORMATS: readonly { value: ImportFormat; label: string }[] =
   { value: 'llamacpp-log', label: 'llamacpp-log: llama.cpp server startup log' },
   { value: 'nvidia-smi', label: 'nvidia-smi: --query-gpu=index,memory.used --format=csv' },
   { value: 'jsonl', label: 'jsonl: KV Gate run file or request records' },
+  { value: 'lm-eval-samples', label: 'lm-eval-samples: lm-evaluation-harness samples_<task>_<date>.jsonl' },
+  { value: 'inspect', label: 'inspect: Inspect AI eval log (.json or .eval)' },
   { value: 'csv', label: 'csv: CSV with a column mapping' },
   { value: 'parquet', label: 'parquet: Parquet with a column mapping' },
 ];
