@@ -61,10 +61,13 @@ test-llm: llm
 tools:
 	@scripts/tools-setup.sh
 
-## Live interop check: AIPerf (installed alone, no torch) against one real llama.cpp server, its
-# fresh profile_export.jsonl imported by `kvgate` and compared with AIPerf's own summary.
+## Live interop checks: AIPerf (installed alone, no torch) against one real llama.cpp server, its
+# fresh profile_export.jsonl imported by `kvgate` and compared with AIPerf's own summary; and the
+# lm-eval round trip: KV Gate's exported task run by lm-eval against the f16 and q8_0 servers,
+# imported, and compared item by item and pair by pair with KV Gate's own runner.
 test-tools-live: build llm
 	KVGATE_BIN="$(TARGET_DIR)/debug/kvgate" tests/tools/aiperf-live.sh
+	KVGATE_BIN="$(TARGET_DIR)/debug/kvgate" tests/tools/lm-eval-live.sh
 
 ## Heavier live checks, not part of `make test`: GuideLLM and inference-perf (whichever `make tools`
 # installed) against a real llama.cpp server; their files parsed and, with the CLI built, imported.

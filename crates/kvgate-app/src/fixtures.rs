@@ -137,6 +137,151 @@ pub fn generate_fixtures(req: &GenerateFixtures) -> Result<LoadedCorpus, AppErro
     })
 }
 
+/// The harness a fixture export is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS, JsonSchema)]
+pub enum ExportFormat {
+    /// An lm-evaluation-harness task (YAML + JSONL), one per language, under one group.
+    #[serde(rename = "lm-eval-task")]
+    LmEvalTask,
+    /// An Inspect AI task file (Python + JSONL).
+    #[serde(rename = "inspect-task")]
+    InspectTask,
+}
+
+/// What exporting a corpus's items to a harness takes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
+#[ts(optional_fields)]
+pub struct ExportFixtures {
+    pub format: ExportFormat,
+    pub corpus_dir: String,
+    /// The folder to create; it must not exist yet or be empty.
+    pub out_dir: String,
+    /// Task name (default `kvgate_{split}_{seed}`).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Only the items of these strata (applied before `limit`).
+    #[serde(default)]
+    pub only: Option<kvgate_core::policy::SegmentFilter>,
+    /// A balanced subset of this many items: the same items `kvgate run quality --limit` sends.
+    #[serde(default)]
+    pub limit: Option<u32>,
+    /// A manifest whose output cap, temperature and stop strings the task sends (default: 256
+    /// tokens, temperature 0, no stop strings).
+    #[serde(default)]
+    pub manifest_path: Option<String>,
+}
+
+/// What an export wrote.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
+pub struct ExportedFixtures {
+    pub dir: String,
+    pub files: Vec<String>,
+    pub items: u32,
+    pub item_ids: Vec<String>,
+}
+
+/// Writes a corpus's items (or a balanced subset) as a harness task into a new folder, staged
+/// and renamed into place like a corpus.
+pub fn export_fixtures(req: &ExportFixtures) -> Result<ExportedFixtures, AppError> {
+    use kvgate_core::harness::export::{inspect_task, lm_eval_task, Generation};
+    let corpus = open_corpus(Path::new(&req.corpus_dir))?;
+    let only = req.only.clone().unwrap_or_default();
+    let eligible: Vec<FixtureItem> = corpus
+        .items
+        .iter()
+        .filter(|i| {
+            kvgate_core::policy::ItemStrata::from_item_id(&i.id).is_some_and(|s| only.matches(&s))
+        })
+        .cloned()
+        .collect();
+    if eligible.is_empty() {
+        return Err(AppError::new(
+            ErrorCode::InvalidInput,
+            format!("only: no item of {} matches the filter", req.corpus_dir),
+        ));
+    }
+    let limit = req.limit.map(|l| l as usize).unwrap_or(eligible.len());
+    let items = kvgate_core::fixtures::balanced_subset(&eligible, limit);
+    let generation = match &req.manifest_path {
+        Some(path) => {
+            let text =
+                std::fs::read_to_string(path).map_err(|e| io_error(Path::new(path), "read", e))?;
+            let m = kvgate_core::manifest::Manifest::from_json(&text)
+                .map_err(|p| AppError::new(ErrorCode::InvalidInput, format!("{path}: {p}")))?;
+            Generation {
+                max_tokens: m.output_cap,
+                temperature: m.decoding.temperature,
+                stop: m.stopping.stop.clone(),
+            }
+        }
+        None => Generation {
+            max_tokens: 256,
+            temperature: 0.0,
+            stop: Vec::new(),
+        },
+    };
+    let out = PathBuf::from(&req.out_dir);
+    if out.exists()
+        && std::fs::read_dir(&out)
+            .map_err(|e| io_error(&out, "read the output folder", e))?
+            .next()
+            .is_some()
+    {
+        return Err(AppError::new(
+            ErrorCode::Conflict,
+            format!(
+                "{}: expected a new or empty folder, found existing files; an export is never overwritten",
+                out.display()
+            ),
+        ));
+    }
+    let parent = out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent).map_err(|e| io_error(parent, "create the folder", e))?;
+    let absolute = std::fs::canonicalize(parent)
+        .map_err(|e| io_error(parent, "resolve the folder", e))?
+        .join(out.file_name().unwrap_or_default());
+    let name = req
+        .name
+        .clone()
+        .unwrap_or_else(|| format!("kvgate_{}_{}", corpus.meta.split, corpus.meta.seed));
+    let sha = &corpus.meta.items_sha256;
+    let files = match req.format {
+        ExportFormat::LmEvalTask => lm_eval_task(
+            &name,
+            &items,
+            sha,
+            &absolute.display().to_string(),
+            &generation,
+        ),
+        ExportFormat::InspectTask => inspect_task(&name, &items, sha, &generation),
+    }
+    .map_err(|e| AppError::new(ErrorCode::InvalidInput, format!("{}: {e}", req.corpus_dir)))?;
+    let staging = tempfile_dir_in(parent)?;
+    for f in &files {
+        let path = staging.join(&f.name);
+        if let Err(e) = std::fs::write(&path, &f.text) {
+            let _ = std::fs::remove_dir_all(&staging);
+            return Err(io_error(&path, "write", e));
+        }
+    }
+    if out.exists() {
+        std::fs::remove_dir(&out).map_err(|e| io_error(&out, "replace the empty folder", e))?;
+    }
+    std::fs::rename(&staging, &out).map_err(|e| {
+        let _ = std::fs::remove_dir_all(&staging);
+        io_error(&out, "move the export into place", e)
+    })?;
+    Ok(ExportedFixtures {
+        dir: out.display().to_string(),
+        files: files.iter().map(|f| f.name.clone()).collect(),
+        items: items.len() as u32,
+        item_ids: items.iter().map(|i| i.id.clone()).collect(),
+    })
+}
+
 fn tempfile_dir_in(parent: &Path) -> Result<PathBuf, AppError> {
     for attempt in 0..100u32 {
         let path = parent.join(format!(".kvgate-corpus-{}-{attempt}", std::process::id()));

@@ -2,7 +2,10 @@ use std::path::PathBuf;
 
 use clap::{Subcommand, ValueEnum};
 use kvgate_app::domain::fixtures::{Preset, Split};
-use kvgate_app::fixtures::{check_corpora, generate_fixtures, open_corpus, GenerateFixtures};
+use kvgate_app::fixtures::{
+    check_corpora, export_fixtures, generate_fixtures, open_corpus, ExportFixtures, ExportFormat,
+    GenerateFixtures,
+};
 use kvgate_app::AppError;
 
 use crate::{print_json, Outcome};
@@ -76,6 +79,35 @@ pub enum FixturesCommand {
     /// Prove two corpora (e.g. calibration and evaluation) share no item and no protected answer;
     /// exits 1 when they do
     Check { a: PathBuf, b: PathBuf },
+    /// Write a corpus's items as a task of the harness a team runs (lm-eval-task: YAML + JSONL,
+    /// one task per language under one group; inspect-task: a Python task file + JSONL), each
+    /// item sent as KV Gate sends it. Import the harness's results with `kvgate import --format
+    /// lm-eval-samples|inspect`: KV Gate's validator judges every answer
+    Export {
+        #[arg(long, value_parser = ["lm-eval-task", "inspect-task"])]
+        format: String,
+        /// Corpus folder (items.jsonl + corpus.json)
+        #[arg(long)]
+        corpus: PathBuf,
+        /// Folder to create (must not exist or be empty)
+        #[arg(long)]
+        out: PathBuf,
+        /// Task name (default kvgate_{split}_{seed})
+        #[arg(long)]
+        name: Option<String>,
+        /// Only items of a stratum, e.g. `--only length_class=short` (applied before --limit)
+        #[arg(long, value_name = "KEY=VALUE")]
+        only: Vec<String>,
+        /// A balanced subset of this many items: the items `kvgate run quality --limit` sends
+        #[arg(long)]
+        limit: Option<u32>,
+        /// A manifest whose output cap, temperature and stop strings the task sends (default 256
+        /// tokens, temperature 0)
+        #[arg(long)]
+        manifest: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 pub fn run(cmd: FixturesCommand) -> Result<Outcome, AppError> {
@@ -119,6 +151,41 @@ pub fn run(cmd: FixturesCommand) -> Result<Outcome, AppError> {
                 println!(
                     "{}",
                     serde_json::to_string_pretty(&m.counts).unwrap_or_default()
+                );
+            }
+            Ok(Outcome::Success)
+        }
+        FixturesCommand::Export {
+            format,
+            corpus,
+            out,
+            name,
+            only,
+            limit,
+            manifest,
+            json,
+        } => {
+            let format = match format.as_str() {
+                "inspect-task" => ExportFormat::InspectTask,
+                _ => ExportFormat::LmEvalTask,
+            };
+            let done = export_fixtures(&ExportFixtures {
+                format,
+                corpus_dir: corpus.display().to_string(),
+                out_dir: out.display().to_string(),
+                name,
+                only: crate::runs::strata_filter(&only)?,
+                limit,
+                manifest_path: manifest.map(|p| p.display().to_string()),
+            })?;
+            if json {
+                print_json(&done)?;
+            } else {
+                println!(
+                    "exported {} synthetic items into {}: {}",
+                    done.items,
+                    done.dir,
+                    done.files.join(", ")
                 );
             }
             Ok(Outcome::Success)

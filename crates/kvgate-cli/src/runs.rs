@@ -724,7 +724,7 @@ pub async fn run(app: &App, cmd: RunCommand) -> Result<Outcome, AppError> {
 }
 
 /// `KEY=VALUE` pairs as a strata filter; the keys and values a policy segment accepts.
-fn strata_filter(pairs: &[String]) -> Result<Option<SegmentFilter>, AppError> {
+pub(crate) fn strata_filter(pairs: &[String]) -> Result<Option<SegmentFilter>, AppError> {
     if pairs.is_empty() {
         return Ok(None);
     }

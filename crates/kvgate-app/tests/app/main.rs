@@ -4,6 +4,7 @@ mod analysis;
 mod answer_server;
 mod contract;
 mod files;
+mod harness;
 mod imports;
 mod interventions;
 mod load_series;

@@ -318,18 +318,47 @@ fn build(
         if error.is_some() {
             errors += 1;
         }
+        // A task KV Gate exported names its fixture item and approved answer in the metadata.
+        let kvgate = sample
+            .pointer("/metadata/kvgate_item")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let expected = match (&kvgate, sample.pointer("/metadata/expected_answer")) {
+            (Some(_), Some(e)) => Some(
+                serde_json::from_value::<kvgate_core::validator::ExpectedAnswer>(e.clone())
+                    .map_err(|e| {
+                        source.at(
+                            path("metadata.expected_answer"),
+                            Some("expected_answer"),
+                            "an approved answer object as KV Gate exported it",
+                            e.to_string(),
+                        )
+                    })?,
+            ),
+            (Some(_), None) => {
+                return Err(source.at(
+                    path("metadata.expected_answer"),
+                    Some("expected_answer"),
+                    "the approved answer of the KV Gate item",
+                    "none",
+                ))
+            }
+            _ => None,
+        };
+        let item_id = match &kvgate {
+            Some(item) => item.clone(),
+            None => HarnessStrata {
+                harness: HARNESS.into(),
+                task: task.clone(),
+                group: group.clone(),
+                context_length,
+            }
+            .item_id(&id),
+        };
         let index = run.requests.len() as u32;
         run.requests.push(RequestRecord {
             index,
-            item_id: Some(
-                HarnessStrata {
-                    harness: HARNESS.into(),
-                    task: task.clone(),
-                    group: group.clone(),
-                    context_length,
-                }
-                .item_id(&id),
-            ),
+            item_id: Some(item_id),
             prompt_sha256: Some(harness_prompt_sha256(
                 HARNESS,
                 full_task,
@@ -369,7 +398,7 @@ fn build(
                 filter: "none".into(),
                 scores,
             },
-            expected: None,
+            expected,
             filtered: None,
         });
     }

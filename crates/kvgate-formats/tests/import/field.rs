@@ -266,8 +266,11 @@ const LM_EVAL_RESULTS: &[&str] = &[
 ];
 const INSPECT_JSON: &[&str] = &["an Inspect AI log (JSON", "import it with --format inspect"];
 
-/// The harness rows of a parsed harness file: (item id, filter, scores).
-fn harness_rows(p: &ParsedImport) -> Vec<(String, String, Vec<(String, Option<f64>)>)> {
+/// One harness row as read: (item id, filter, scores).
+type HarnessRowRead = (String, String, Vec<(String, Option<f64>)>);
+
+/// The harness rows of a parsed harness file.
+fn harness_rows(p: &ParsedImport) -> Vec<HarnessRowRead> {
     let run = &p.runs[0];
     assert!(!run.clocked, "harness rows carry no timing");
     assert_eq!(run.harness.len(), run.requests.len());

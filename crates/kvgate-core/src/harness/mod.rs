@@ -13,6 +13,8 @@
 //! ([`harness_prompt_sha256`]) covers the harness, the task, the prompt as the harness hashed or
 //! sent it, and the generation settings: a prompt or a setting that differs is not a pair.
 
+pub mod export;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -129,15 +131,15 @@ pub fn harness_prompt_sha256(
 pub fn score_verdict(metric: &str, value: Option<f64>) -> Result<Option<Verdict>, String> {
     match value {
         None => Ok(None),
-        Some(v) if v == -1.0 => Ok(None),
-        Some(v) if v == 1.0 => Ok(Some(Verdict {
+        Some(-1.0) => Ok(None),
+        Some(1.0) => Ok(Some(Verdict {
             accepted: true,
             reasons: Vec::new(),
             fenced: false,
             extracted: None,
             detail: Vec::new(),
         })),
-        Some(v) if v == 0.0 => Ok(Some(Verdict {
+        Some(0.0) => Ok(Some(Verdict {
             accepted: false,
             reasons: vec![ReasonCode::HarnessScore],
             fenced: false,
