@@ -67,7 +67,7 @@ tools:
 # imported, and compared item by item and pair by pair with KV Gate's own runner.
 test-tools-live: build llm
 	KVGATE_BIN="$(TARGET_DIR)/debug/kvgate" tests/tools/aiperf-live.sh
-	KVGATE_BIN="$(TARGET_DIR)/debug/kvgate" tests/tools/lm-eval-live.sh
+	KVGATE_BIN="$(TARGET_DIR)/debug/kvgate" tests/tools/harness-live.sh
 
 ## Heavier live checks, not part of `make test`: GuideLLM and inference-perf (whichever `make tools`
 # installed) against a real llama.cpp server; their files parsed and, with the CLI built, imported.

@@ -25,6 +25,9 @@ declare -A SPEC=(
   [lm-eval]='lm-eval[api]==0.4.13'
   [inspect-ai]='inspect-ai==0.3.285'
 )
+# tool -> further pinned requirements it needs at run time (Inspect's OpenAI-compatible provider
+# imports the openai package, which inspect-ai does not depend on)
+declare -A EXTRA=([inspect-ai]='openai==3.63.0')
 declare -A DIST=([aiperf]=aiperf [guidellm]=guidellm [inference-perf]=inference-perf [lm-eval]=lm-eval [inspect-ai]=inspect-ai)
 declare -A MINPY=([aiperf]=3.10 [guidellm]=3.10 [inference-perf]=3.12 [lm-eval]=3.10 [inspect-ai]=3.10)
 
@@ -68,7 +71,7 @@ find_python() {
 installed() {
   local t=$1 py=$root/$1/bin/python want=${SPEC[$1]}
   [ -x "$py" ] && "$py" -c 'import pip' >/dev/null 2>&1 || return 1
-  [ "$(cat "$root/$t/.kvgate-requirement" 2>/dev/null)" = "$want" ] || return 1
+  [ "$(cat "$root/$t/.kvgate-requirement" 2>/dev/null)" = "$want${EXTRA[$t]:+ ${EXTRA[$t]}}" ] || return 1
   py_ok "$py" "${MINPY[$t]}" || return 1
   local have; have=$("$py" -c "import importlib.metadata as m; print(m.version('${DIST[$t]}'))" 2>/dev/null) || return 1
   [ "$have" = "${want##*==}" ]
@@ -96,12 +99,12 @@ for t in "$@"; do
   start=$SECONDS
   say "installing ${SPEC[$t]} into $dir ($("$py" -c 'import sys; print("Python", sys.version.split()[0])'), $py)"
   rm -rf "$dir"
-  if ! "$py" -m venv "$dir" || ! "$dir/bin/python" -m pip install -q --disable-pip-version-check "${SPEC[$t]}"; then
+  if ! "$py" -m venv "$dir" || ! "$dir/bin/python" -m pip install -q --disable-pip-version-check "${SPEC[$t]}" ${EXTRA[$t]:+"${EXTRA[$t]}"}; then
     printf 'tools-setup: ERROR: pip could not install %s into %s\n' "${SPEC[$t]}" "$dir" >&2
     failed+=("$t")
     continue
   fi
-  printf '%s\n' "${SPEC[$t]}" >"$dir/.kvgate-requirement"
+  printf '%s\n' "${SPEC[$t]}${EXTRA[$t]:+ ${EXTRA[$t]}}" >"$dir/.kvgate-requirement"
   if ! installed "$t"; then
     printf 'tools-setup: ERROR: %s: the venv does not report the pinned version after install\n' "$t" >&2
     failed+=("$t")

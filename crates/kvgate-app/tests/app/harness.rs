@@ -317,3 +317,52 @@ async fn a_harness_tasks_verdicts_follow_the_metric_the_policy_names() {
     );
     assert_eq!(app.list_runs(sid).await.unwrap().len(), before);
 }
+
+#[tokio::test]
+async fn exported_items_run_by_inspect_pair_by_fixture_item_under_kv_gates_validator() {
+    let (_dir, app, sid) = study(&demo_policy()).await;
+    let root = repo("fixtures/real-tools/inspect-ai-0.3.285");
+    for (cell, kv) in [("B0", "f16"), ("Q8", "q8_0")] {
+        let dir = root.join(kv);
+        import(
+            &app,
+            sid,
+            cell,
+            ImportFormat::LlamacppLog,
+            &dir.join(format!("server-{kv}.log")),
+        )
+        .await;
+        for log in files(&dir, "20") {
+            import(&app, sid, cell, ImportFormat::Inspect, &log).await;
+        }
+    }
+    let analysis = app.analyze(sid).await.unwrap();
+    assert_eq!(
+        overall(&analysis).0,
+        6,
+        "the six exported items pair across the two logs"
+    );
+    let runs = app.list_runs(sid).await.unwrap();
+    for r in runs.iter().filter(|r| r.kind.as_str() == "quality") {
+        assert_eq!(r.config["source_config"]["task"], "kvgate_live");
+        assert_eq!(
+            r.config["source_config"]["generation"]["task"]["max_tokens"],
+            256
+        );
+        let detail = app.run_detail(r.id).await.unwrap();
+        assert_eq!(detail.requests.len(), 6);
+        for q in &detail.requests {
+            let v = q.verdict.as_ref().unwrap();
+            assert!(
+                !v.reasons.contains(&ReasonCode::HarnessScore),
+                "KV Gate's validator judged"
+            );
+            assert!(q
+                .record
+                .item_id
+                .as_deref()
+                .unwrap()
+                .starts_with("evaluation-7-"));
+        }
+    }
+}

@@ -95,6 +95,55 @@ fn input_words(input: &Value) -> String {
     }
 }
 
+/// Unix milliseconds of an RFC 3339 time as Inspect writes it (`2026-12-04T22:55:48+00:00`,
+/// fractions and `Z` allowed); `None` for anything else.
+pub fn unix_ms_of_rfc3339(t: &str) -> Option<i64> {
+    let b = t.as_bytes();
+    if b.len() < 19
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || b[10] != b'T'
+        || b[13] != b':'
+        || b[16] != b':'
+    {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| t.get(r)?.parse::<i64>().ok();
+    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (h, mi, s) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || s > 60 {
+        return None;
+    }
+    let mut rest = &t[19..];
+    let mut ms = 0i64;
+    if let Some(frac) = rest.strip_prefix('.') {
+        let digits = frac.bytes().take_while(u8::is_ascii_digit).count();
+        let f = &frac[..digits];
+        ms = format!("{:0<3}", &f[..f.len().min(3)]).parse().ok()?;
+        rest = &frac[digits..];
+    }
+    let offset_min = match rest {
+        "Z" | "z" => 0,
+        o if o.len() == 6 && (o.starts_with('+') || o.starts_with('-')) && &o[3..4] == ":" => {
+            let sign = if o.starts_with('-') { -1 } else { 1 };
+            sign * (o[1..3].parse::<i64>().ok()? * 60 + o[4..6].parse::<i64>().ok()?)
+        }
+        _ => return None,
+    };
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let (yy, m) = if mo <= 2 {
+        (y - 1, mo + 9)
+    } else {
+        (y, mo - 3)
+    };
+    let era = yy.div_euclid(400);
+    let yoe = yy - era * 400;
+    let doy = (153 * m + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some(((days * 86_400 + h * 3600 + mi * 60 + s - offset_min * 60) * 1000) + ms)
+}
+
 /// Reads a log from `reader`: the archive when it starts as a zip, else the JSON log.
 pub fn parse(source: &Source, reader: impl BufRead) -> Result<ParsedImport, ImportError> {
     parse_counting(source, reader, &|_| None)
@@ -225,10 +274,12 @@ fn build(
         Some((g, t)) => (Some(g.to_owned()), t.to_owned()),
         None => (None, full_task.to_owned()),
     };
-    let generation = eval
-        .get("model_generate_config")
-        .cloned()
-        .unwrap_or(Value::Null);
+    // The generation settings: the model's (`eval.model_generate_config`) and the task's own
+    // (`plan.config`: a task's GenerateConfig, e.g. max_tokens and temperature).
+    let generation = json!({
+        "model": eval.get("model_generate_config").cloned().unwrap_or(Value::Null),
+        "task": header.pointer("/plan/config").cloned().unwrap_or(Value::Null),
+    });
     let version = eval
         .pointer("/packages/inspect_ai")
         .and_then(Value::as_str)
@@ -284,7 +335,18 @@ fn build(
             ));
         }
         let choices = sample.get("choices").cloned().unwrap_or(Value::Null);
-        let prompt = canonical_sha256(&json!({"input": input, "choices": choices}));
+        // What was sent: each message's role and content (Inspect gives every message a random
+        // id per run, which is not part of the prompt).
+        let sent = match &input {
+            Value::Array(messages) => Value::Array(
+                messages
+                    .iter()
+                    .map(|m| json!({"role": m.get("role"), "content": m.get("content")}))
+                    .collect(),
+            ),
+            other => other.clone(),
+        };
+        let prompt = canonical_sha256(&json!({"input": sent, "choices": choices}));
         let context_length = count_tokens(&input_words(&input)).map(counted_context_length);
         let mut scores = Vec::new();
         if let Some(Value::Object(map)) = sample.get("scores") {
@@ -426,6 +488,12 @@ fn build(
         ));
     }
     run.planned = Some(run.requests.len() as i64);
+    // The log's start time anchors the run.
+    run.wall_anchor_unix_ms = header
+        .pointer("/stats/started_at")
+        .or_else(|| eval.get("created"))
+        .and_then(Value::as_str)
+        .and_then(unix_ms_of_rfc3339);
     run.config = json!({
         "harness": HARNESS,
         "task": task,
@@ -433,7 +501,7 @@ fn build(
         "task_registry_name": full_task,
         "task_version": eval.get("task_version"),
         "model": eval.get("model"),
-        "model_generate_config": generation,
+        "generation": generation,
         "dataset": eval.get("dataset"),
         "eval_config": eval.get("config"),
         "inspect_ai_version": version,
@@ -447,4 +515,30 @@ fn build(
     parsed.runs.push(run);
     parsed.warnings = warnings;
     Ok(parsed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_times_read_with_their_offset() {
+        assert_eq!(unix_ms_of_rfc3339("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(
+            unix_ms_of_rfc3339("2026-12-04T22:55:48+00:00"),
+            Some(1_796_424_948_000)
+        );
+        // The same instant two hours east.
+        assert_eq!(
+            unix_ms_of_rfc3339("2026-12-05T00:55:48.250+02:00"),
+            Some(1_796_424_948_250)
+        );
+        assert_eq!(unix_ms_of_rfc3339("2026-12-04 22:55:48"), None);
+        assert_eq!(unix_ms_of_rfc3339("2026-13-04T22:55:48Z"), None);
+        assert_eq!(
+            unix_ms_of_rfc3339("2026-12-04T22:55:48"),
+            None,
+            "no offset, no instant"
+        );
+    }
 }
