@@ -974,11 +974,27 @@ mod tests {
         let results = b"{\n  \"results\": {\"gsm8k\": {}},\n  \"lm_eval_version\": \"0.4.9.1\"\n}";
         let inspect = b"{\n  \"version\": 2,\n  \"status\": \"success\",\n  \"eval\": {\n    \"task_id\": \"x\"\n  }\n}";
         let eval = b"PK\x03\x04\x14\x00\x00\x00_journal/start.json";
-        for (bytes, what) in [
-            (&samples[..], "lm-evaluation-harness per-sample results"),
-            (&results[..], "lm-evaluation-harness results"),
-            (&inspect[..], "an Inspect AI log (JSON"),
-            (&eval[..], "an Inspect AI log archive"),
+        for (bytes, what, how) in [
+            (
+                &samples[..],
+                "lm-evaluation-harness per-sample results",
+                "import it with --format lm-eval-samples",
+            ),
+            (
+                &results[..],
+                "lm-evaluation-harness results",
+                "give it with its samples file, --format lm-eval-samples",
+            ),
+            (
+                &inspect[..],
+                "an Inspect AI log (JSON",
+                "import it with --format inspect",
+            ),
+            (
+                &eval[..],
+                "an Inspect AI log archive",
+                "import it with --format inspect",
+            ),
         ] {
             for format in [
                 ImportFormat::Jsonl,
@@ -990,10 +1006,7 @@ mod tests {
                     err.starts_with(&format!("f, $: expected {format} input, found {what}")),
                     "{err}"
                 );
-                assert!(
-                    err.ends_with("KV Gate does not import this tool's files yet"),
-                    "{err}"
-                );
+                assert!(err.ends_with(how), "{err}");
             }
         }
         assert_eq!(
