@@ -35,6 +35,10 @@ pub struct GenerateFixtures {
     /// A `tokenizer.json` to count with instead of the pinned one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokenizer_path: Option<String>,
+    /// The model's chat template (Jinja) to render prompts with instead of ChatML; its sha256 is
+    /// recorded in the corpus metadata, as the manifest's `chat_template_sha256` names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat_template_path: Option<String>,
     /// The corpus folder to create; it must not exist yet or be empty.
     pub out_dir: String,
 }
@@ -108,8 +112,21 @@ pub fn generate_fixtures(req: &GenerateFixtures) -> Result<LoadedCorpus, AppErro
         split: req.split,
         per_stratum: req.per_stratum,
     };
-    let corpus = generate_corpus(&tokenizer, req.seed, req.preset, &options)
-        .map_err(|e| AppError::new(ErrorCode::InvalidInput, e.to_string()))?;
+    let corpus = match &req.chat_template_path {
+        None => generate_corpus(&tokenizer, req.seed, req.preset, &options),
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| io_error(Path::new(path), "read the chat template", e))?;
+            let template = kvgate_formats::chat_template::ChatTemplate::new(path, &text)
+                .map_err(|e| AppError::new(ErrorCode::InvalidInput, e))?;
+            let counter = kvgate_formats::chat_template::TemplatedTokenizer {
+                tokenizer,
+                template,
+            };
+            generate_corpus(&counter, req.seed, req.preset, &options)
+        }
+    }
+    .map_err(|e| AppError::new(ErrorCode::InvalidInput, e.to_string()))?;
 
     let parent = out
         .parent()

@@ -61,6 +61,10 @@ pub enum FixturesCommand {
         /// tokenizer.json to count tokens with (default: the pinned SmolLM2-135M-Instruct tokenizer)
         #[arg(long)]
         tokenizer: Option<PathBuf>,
+        /// The model's chat template (Jinja, e.g. a GGUF's tokenizer.chat_template) to render the
+        /// prompts with before counting (default: ChatML); its sha256 is recorded in corpus.json
+        #[arg(long, value_name = "FILE")]
+        chat_template: Option<PathBuf>,
         /// Folder to create (must not exist or be empty)
         #[arg(long)]
         out: PathBuf,
@@ -116,6 +120,7 @@ pub fn run(cmd: FixturesCommand) -> Result<Outcome, AppError> {
             seed,
             preset,
             tokenizer,
+            chat_template,
             out,
             per_stratum,
             split,
@@ -126,6 +131,7 @@ pub fn run(cmd: FixturesCommand) -> Result<Outcome, AppError> {
                 split: split.into(),
                 per_stratum,
                 tokenizer_path: tokenizer.map(|p| p.display().to_string()),
+                chat_template_path: chat_template.map(|p| p.display().to_string()),
                 out_dir: out.display().to_string(),
             })?;
             println!(

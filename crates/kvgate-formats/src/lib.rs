@@ -10,6 +10,7 @@
 /// The parsers of this crate and the version recorded with every import they produce.
 pub const PARSER_VERSION: &str = env!("CARGO_PKG_VERSION");
 
+pub mod chat_template;
 #[cfg(test)]
 mod field_data;
 pub mod import;

@@ -11,6 +11,11 @@ export type GenerateFixtures = { seed: number, preset: Preset, split: Split, per
  */
 tokenizer_path?: string, 
 /**
+ * The model's chat template (Jinja) to render prompts with instead of ChatML; its sha256 is
+ * recorded in the corpus metadata, as the manifest's `chat_template_sha256` names it.
+ */
+chat_template_path?: string, 
+/**
  * The corpus folder to create; it must not exist yet or be empty.
  */
 out_dir: string, };
