@@ -53,6 +53,62 @@ const DEMO_RUNS: [(&str, &str); 10] = [
     demo_run!("fixtures/sweep/runs/q8-0.08ps-r2.kvgate-run.jsonl"),
 ];
 
+/// The second recorded demo study: the long set, real paired results with long-context strata.
+pub(crate) const LONG_DEMO_STUDY_NAME: &str = "Demo: long context, q4_0 KV at 4k (recorded on CPU)";
+const LONG_DEMO_STUDY_DESCRIPTION: &str = "Recorded demo, the long set: llama.cpp on CPU, \
+Qwen2.5-Coder-0.5B-Instruct (Q4_K_M) at a 4,096-token context, B0 = f16 KV against Q4 = q4_0 KV (a \
+4-bit integer stand-in, a stronger perturbation than q8_0; not FP8, not a GPU measurement). The same \
+48 items of the synthetic 4k-preset corpus (seed 21; prompts rendered with Qwen's own chat template \
+and counted with its tokenizer: short up to 1,023 tokens, medium to 2,047, long to 3,583) sent to \
+both by KV Gate, greedy decoding, every response validated, the servers' startup logs kept as \
+compatibility evidence. Recorded with scripts/record-long.sh in parts of eight items that resume \
+after an interruption, on a 2-core CPU shared with other work: its latencies are not a benchmark. \
+The run files are fixtures/long/runs/.";
+
+/// The long set's frozen manifests and recorded parts, shipped inside the binary.
+const LONG_DEMO_MANIFESTS: [&str; 2] = [
+    include_str!("../../../fixtures/manifests/qwen25-coder-05b-cpu-4k-b0.json"),
+    include_str!("../../../fixtures/manifests/qwen25-coder-05b-cpu-4k-q4.json"),
+];
+
+/// Each cell's six recorded parts of eight items.
+const LONG_DEMO_RUNS: [(&str, &str); 12] = [
+    demo_run!("fixtures/long/runs/b0-f16-part01.kvgate-run.jsonl"),
+    demo_run!("fixtures/long/runs/b0-f16-part02.kvgate-run.jsonl"),
+    demo_run!("fixtures/long/runs/b0-f16-part03.kvgate-run.jsonl"),
+    demo_run!("fixtures/long/runs/b0-f16-part04.kvgate-run.jsonl"),
+    demo_run!("fixtures/long/runs/b0-f16-part05.kvgate-run.jsonl"),
+    demo_run!("fixtures/long/runs/b0-f16-part06.kvgate-run.jsonl"),
+    demo_run!("fixtures/long/runs/q4-q4_0-part01.kvgate-run.jsonl"),
+    demo_run!("fixtures/long/runs/q4-q4_0-part02.kvgate-run.jsonl"),
+    demo_run!("fixtures/long/runs/q4-q4_0-part03.kvgate-run.jsonl"),
+    demo_run!("fixtures/long/runs/q4-q4_0-part04.kvgate-run.jsonl"),
+    demo_run!("fixtures/long/runs/q4-q4_0-part05.kvgate-run.jsonl"),
+    demo_run!("fixtures/long/runs/q4-q4_0-part06.kvgate-run.jsonl"),
+];
+
+/// One recorded demo study: its name, description, manifests, policy and runs.
+struct DemoStudy {
+    name: &'static str,
+    description: &'static str,
+    manifests: &'static [&'static str],
+    runs: &'static [(&'static str, &'static str)],
+}
+
+const MAIN_DEMO: DemoStudy = DemoStudy {
+    name: DEMO_STUDY_NAME,
+    description: DEMO_STUDY_DESCRIPTION,
+    manifests: &DEMO_MANIFESTS,
+    runs: &DEMO_RUNS,
+};
+
+const LONG_DEMO: DemoStudy = DemoStudy {
+    name: LONG_DEMO_STUDY_NAME,
+    description: LONG_DEMO_STUDY_DESCRIPTION,
+    manifests: &LONG_DEMO_MANIFESTS,
+    runs: &LONG_DEMO_RUNS,
+};
+
 impl App {
     /// Creates a study from user input.
     pub async fn create_study(&self, input: NewStudy) -> Result<Study, AppError> {
@@ -104,7 +160,15 @@ impl App {
             return Ok(());
         }
         if self.store.study_by_name(DEMO_STUDY_NAME).await?.is_none() {
-            self.seed_demo().await?;
+            self.seed_demo(&MAIN_DEMO).await?;
+        }
+        if self
+            .store
+            .study_by_name(LONG_DEMO_STUDY_NAME)
+            .await?
+            .is_none()
+        {
+            self.seed_demo(&LONG_DEMO).await?;
         }
         self.store.set_setting(Setting::DemoSeeded, "1").await?;
         Ok(())
@@ -133,24 +197,33 @@ impl App {
                         ),
                     ));
                 }
-                let study = self.seed_demo().await?;
+                let study = self.seed_demo(&MAIN_DEMO).await?;
                 self.store.set_setting(Setting::DemoSeeded, "1").await?;
                 study
             }
         };
+        // The long set beside it, once, where no study holds its name.
+        if self
+            .store
+            .study_by_name(LONG_DEMO_STUDY_NAME)
+            .await?
+            .is_none()
+        {
+            self.seed_demo(&LONG_DEMO).await?;
+        }
         self.open_study(study.id).await
     }
 
-    async fn seed_demo(&self) -> Result<Study, AppError> {
+    async fn seed_demo(&self, seed: &DemoStudy) -> Result<Study, AppError> {
         let demo = NewStudy {
-            name: DEMO_STUDY_NAME.into(),
-            description: DEMO_STUDY_DESCRIPTION.into(),
+            name: seed.name.into(),
+            description: seed.description.into(),
         };
         let study = self
             .store
             .insert_study(&demo, Provenance::RecordedDemo)
             .await?;
-        for text in DEMO_MANIFESTS {
+        for &text in seed.manifests {
             let draft = self.save_manifest_draft(study.id, text).await?;
             let digest = crate::manifests::parse_valid_manifest(text, "demo manifest")?
                 .digest()
@@ -163,7 +236,7 @@ impl App {
             locked_by: "KV Gate demo seed".into(),
         })
         .await?;
-        for (name, text) in DEMO_RUNS {
+        for &(name, text) in seed.runs {
             self.import_run_file(study.id, name, text, RunProvenance::Recorded)
                 .await?;
         }

@@ -85,12 +85,13 @@ export const journeys = [
 
       await s.click('[data-testid="open-demo"]');
       await s.waitForTexts('[data-testid="current-study"]', (t) => t[0] === DEMO, { timeoutMs: 60000 });
-      await s.waitForTexts(rowNames, (t) => t.length === 1 && t[0] === DEMO);
-      const badge = await s.text('[data-testid="study-row"] [data-testid="provenance-badge"]');
-      assert(badge === 'recorded demo', `the demo is labelled: ${badge}`);
+      // The demo and, beside it, the long set.
+      await s.waitForTexts(rowNames, (t) => t.length === 2 && t[0] === DEMO && t[1].startsWith('Demo: long context'));
+      const badges = await s.texts('[data-testid="study-row"] [data-testid="provenance-badge"]');
+      assert(badges.length === 2 && badges.every((b) => b === 'recorded demo'), `the demos are labelled: ${badges}`);
       // Seeded into this database file, not the default one.
       const listed = JSON.parse(ctx.kvgate(['--db', db, 'study', 'list', '--json']));
-      assert(listed.length === 1 && listed[0].provenance === 'recorded_demo', `the file holds the demo: ${JSON.stringify(listed)}`);
+      assert(listed.length === 2 && listed.every((l) => l.provenance === 'recorded_demo'), `the file holds the demos: ${JSON.stringify(listed)}`);
       // Its next step and its steps, each with where it stands.
       const next = await s.waitFor('[data-testid="next-step-link"]', { timeoutMs: 30000 });
       assert(next, 'a next step');

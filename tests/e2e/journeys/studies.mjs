@@ -49,9 +49,13 @@ export const journeys = [
     name: 'the default database opens with the recorded demo study, labelled as such',
     async run(ctx) {
       const s = await ctx.launch([]);
-      await s.waitForTexts(rowNames, (t) => t.length === 1 && t[0].startsWith('Demo'));
-      const badge = await s.text('[data-testid="study-row"] [data-testid="provenance-badge"]');
-      assert(badge === 'recorded demo', `badge says ${JSON.stringify(badge)}`);
+      // The demo and the long set, both recorded.
+      await s.waitForTexts(
+        rowNames,
+        (t) => t.length === 2 && t.some((n) => n.startsWith('Demo: q8_0')) && t.some((n) => n.startsWith('Demo: long context')),
+      );
+      const badges = await s.texts('[data-testid="study-row"] [data-testid="provenance-badge"]');
+      assert(badges.length === 2 && badges.every((b) => b === 'recorded demo'), `badges say ${JSON.stringify(badges)}`);
       const description = await s.text('[data-testid="study-row"]');
       assert(description.includes('Demo: q8_0 KV cache on llama.cpp'), `row says ${JSON.stringify(description)}`);
       const dbPath = await s.text('[data-testid="db-path"]');

@@ -79,8 +79,10 @@ async fn default_database_is_seeded_once_with_the_labelled_recorded_demo() {
         dir.path().join("kvgate.sqlite").display().to_string()
     );
     let studies = app.list_studies().await.unwrap();
-    assert_eq!(studies.len(), 1);
+    assert_eq!(studies.len(), 2, "the demo and the long set");
     let demo = &studies[0];
+    assert_eq!(studies[1].provenance, Provenance::RecordedDemo);
+    assert!(studies[1].name.starts_with("Demo: long context"));
     assert_eq!(demo.provenance, Provenance::RecordedDemo);
     assert!(
         demo.description
@@ -168,15 +170,16 @@ async fn default_database_is_seeded_once_with_the_labelled_recorded_demo() {
 
     // Reopening does not seed again, even when the demo was renamed.
     let app = App::open(DbLocation::Default).await.unwrap();
-    assert_eq!(app.list_studies().await.unwrap().len(), 1);
-    sqlx::query("UPDATE studies SET name = 'renamed demo'")
+    assert_eq!(app.list_studies().await.unwrap().len(), 2);
+    sqlx::query("UPDATE studies SET name = 'renamed demo' WHERE id = ?")
+        .bind(demo.id)
         .execute(app.store().pool())
         .await
         .unwrap();
     app.close().await;
     let app = App::open(DbLocation::Default).await.unwrap();
     let studies = app.list_studies().await.unwrap();
-    assert_eq!(studies.len(), 1);
+    assert_eq!(studies.len(), 2);
     assert_eq!(studies[0].name, "renamed demo");
 }
 
@@ -244,7 +247,11 @@ async fn open_demo_seeds_an_empty_database_once_and_opens_it() {
         .unwrap();
     let again = app.open_demo().await.unwrap();
     assert_eq!((again.id, again.name.as_str()), (demo.id, "renamed demo"));
-    assert_eq!(app.list_studies().await.unwrap().len(), 2);
+    assert_eq!(
+        app.list_studies().await.unwrap().len(),
+        3,
+        "the demo, the long set and the user's"
+    );
     assert_eq!(app.last_opened_study().await.unwrap(), Some(again));
 }
 
@@ -263,4 +270,42 @@ async fn open_demo_never_takes_over_a_users_study_of_the_same_name() {
     assert_eq!(app.list_studies().await.unwrap(), vec![mine.clone()]);
     assert!(app.list_manifests(mine.id).await.unwrap().is_empty());
     assert_eq!(app.last_opened_study().await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn the_long_demo_pairs_48_items_with_their_length_strata_and_real_disagreements() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = App::open(DbLocation::Path(dir.path().join("ws.sqlite")))
+        .await
+        .unwrap();
+    app.open_demo().await.unwrap();
+    let long = app
+        .list_studies()
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|s| s.name.starts_with("Demo: long context"))
+        .expect("the long set beside the demo");
+    assert_eq!(long.provenance, Provenance::RecordedDemo);
+    let runs = app.list_runs(long.id).await.unwrap();
+    assert_eq!(runs.len(), 12, "six parts of eight items per cell");
+    assert!(runs
+        .iter()
+        .all(|r| r.kind.as_str() == "quality" && r.provenance == RunProvenance::Recorded));
+    let analysis = app.analyze(long.id).await.unwrap();
+    let q4 = analysis.body.cells.iter().find(|c| c.cell == "Q4").unwrap();
+    assert!(q4.valid, "{:?}", q4.invalid_reasons);
+    assert!(q4.unpaired.is_empty(), "{:?}", q4.unpaired);
+    let row = |s: &str| {
+        let r = q4.paired.iter().find(|p| p.stratum == s).unwrap();
+        (r.n, r.b, r.c)
+    };
+    // The table of fixtures/long/README.md, counted there from the run files.
+    assert_eq!(row("overall"), (48, 7, 1));
+    assert_eq!(row("length_class=short"), (16, 1, 0));
+    assert_eq!(row("length_class=medium"), (16, 4, 1));
+    assert_eq!(row("length_class=long"), (16, 2, 0));
+    assert_eq!(row("language=de"), (24, 0, 0));
+    // The eight disagreements wait for review.
+    assert_eq!(queued_items(&app, long.id).await.len(), 8);
 }

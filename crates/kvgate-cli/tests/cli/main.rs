@@ -141,8 +141,13 @@ fn explicit_database_is_not_seeded_but_default_is() {
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let studies: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
-    assert_eq!(studies.as_array().unwrap().len(), 1);
+    assert_eq!(
+        studies.as_array().unwrap().len(),
+        2,
+        "the demo and the long set"
+    );
     assert_eq!(studies[0]["provenance"], "recorded_demo");
+    assert_eq!(studies[1]["provenance"], "recorded_demo");
     assert!(dir.path().join("kvgate.sqlite").exists());
 
     let explicit = dir.path().join("other.sqlite");
@@ -229,7 +234,11 @@ fn demo_is_added_to_an_empty_database_once_and_its_progress_shown() {
     assert!(stdout(&out).contains("8-bit stand-in"), "{}", stdout(&out));
     let list = kvgate(&db, &["study", "list", "--json"]);
     let list: serde_json::Value = serde_json::from_str(&stdout(&list)).unwrap();
-    assert_eq!(list.as_array().unwrap().len(), 1, "seeded once: {list}");
+    assert_eq!(
+        list.as_array().unwrap().len(),
+        2,
+        "the demo and the long set, seeded once: {list}"
+    );
 
     let name = demo["name"].as_str().unwrap();
     let out = kvgate(&db, &["study", "progress", name, "--json"]);
