@@ -40,6 +40,46 @@ impl PinnedTokenizer {
     }
 }
 
+impl PinnedTokenizer {
+    /// The token counts of many texts, in order, encoded in parallel on up to `threads` threads
+    /// (the machine's cores when `None`): each thread encodes one contiguous share of the texts.
+    /// The counts are those of [`TokenCounter::count`] on each text; the first error stops it.
+    pub fn count_batch(
+        &self,
+        texts: &[&str],
+        threads: Option<usize>,
+    ) -> Result<Vec<usize>, String> {
+        let threads = threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+            .clamp(1, texts.len().max(1));
+        if threads == 1 {
+            return texts.iter().map(|t| self.count(t)).collect();
+        }
+        let share = texts.len().div_ceil(threads);
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = texts
+                .chunks(share)
+                .map(|chunk| {
+                    scope.spawn(move || {
+                        chunk
+                            .iter()
+                            .map(|t| self.count(t))
+                            .collect::<Result<Vec<usize>, String>>()
+                    })
+                })
+                .collect();
+            let mut out = Vec::with_capacity(texts.len());
+            for h in handles {
+                out.extend(
+                    h.join()
+                        .map_err(|_| "a tokenizer thread panicked".to_owned())??,
+                );
+            }
+            Ok(out)
+        })
+    }
+}
+
 impl TokenCounter for PinnedTokenizer {
     fn count(&self, text: &str) -> Result<usize, String> {
         self.tokenizer
@@ -62,6 +102,29 @@ mod tests {
 
     fn pinned() -> PinnedTokenizer {
         PinnedTokenizer::from_bytes("tokenizer.json", PINNED).unwrap()
+    }
+
+    #[test]
+    fn batch_counts_are_the_single_counts_in_order_on_any_number_of_threads() {
+        let t = pinned();
+        let texts: Vec<String> = (0..37)
+            .map(|i| {
+                format!(
+                    "<|im_start|>user\nAsset AX-{i}; torque {}.5 N.m<|im_end|>",
+                    i * 7
+                )
+            })
+            .collect();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let single: Vec<usize> = refs.iter().map(|s| t.count(s).unwrap()).collect();
+        for threads in [Some(1), Some(2), Some(3), Some(64), None] {
+            assert_eq!(
+                t.count_batch(&refs, threads).unwrap(),
+                single,
+                "{threads:?}"
+            );
+        }
+        assert!(t.count_batch(&[], Some(2)).unwrap().is_empty());
     }
 
     #[test]
