@@ -680,6 +680,17 @@ impl App {
             .find_import(read.input.study_id, &read.sha256)
             .await?
             .map(|r| summary_of(r, Vec::new()));
+        // Harness rows are judged now, as the commit would judge them: a file it would refuse
+        // is refused here, with the same message.
+        if let Content::Parsed(p) = &read.content {
+            if p.runs.iter().any(|r| !r.harness.is_empty()) {
+                let policy = self.locked_policy_of(read.input.study_id).await?;
+                let mut ignored = Vec::new();
+                for run in &p.runs {
+                    harness_verdicts(&read, run, policy.as_ref(), &mut ignored)?;
+                }
+            }
+        }
         let (format, parser_version, tool, runs, warnings) = match &read.content {
             Content::Parsed(p) => (
                 p.format.as_str().to_owned(),
@@ -960,13 +971,7 @@ impl App {
                     warnings_json: "[]".into(),
                 };
                 let mut warnings = parsed.warnings.clone();
-                let policy = match self.store.policy_versions(input.study_id).await?.pop() {
-                    Some(record) => {
-                        serde_json::from_str::<kvgate_core::policy::Policy>(&record.policy_json)
-                            .ok()
-                    }
-                    None => None,
-                };
+                let policy = self.locked_policy_of(input.study_id).await?;
                 let runs = self.imported_runs(
                     &read,
                     &mut parsed,
@@ -995,6 +1000,22 @@ impl App {
             total_rows: record.requests as u64,
         });
         Ok(summary_of(record, runs.iter().map(|r| r.id).collect()))
+    }
+
+    /// The study's policy in force, if one is locked: the harness imports read its `metrics`.
+    async fn locked_policy_of(
+        &self,
+        study_id: i64,
+    ) -> Result<Option<kvgate_core::policy::Policy>, AppError> {
+        Ok(match self.store.policy_versions(study_id).await?.pop() {
+            Some(record) => Some(serde_json::from_str(&record.policy_json).map_err(|e| {
+                AppError::storage(format!(
+                    "policy version {} of study {study_id} cannot be read back: {e}",
+                    record.version
+                ))
+            })?),
+            None => None,
+        })
     }
 
     /// The runs of a parsed file as the store takes them.
@@ -1288,7 +1309,7 @@ fn harness_verdicts(
     };
     let mut verdicts = Vec::with_capacity(rows.len());
     let mut other_filter = 0u64;
-    for (i, (h, record)) in run.harness.iter().zip(&run.requests).enumerate() {
+    for (h, record) in run.harness.iter().zip(&run.requests) {
         let verdict = match &h.expected {
             Some(expected) => {
                 // One row per document for an exported task: the first filter's.
@@ -1312,8 +1333,16 @@ fn harness_verdicts(
                     )))
                 }
             }
-            None => kvgate_core::harness::row_verdict(&h.scored, &decided)
-                .map_err(|e| invalid(format!("{} row {}: {e}", read.source_name, i + 1)))?,
+            None => kvgate_core::harness::row_verdict(&h.scored, &decided).map_err(|e| {
+                let metric = decided
+                    .iter()
+                    .find(|d| d.task == h.scored.task)
+                    .map_or("", |d| d.metric.as_str());
+                invalid(format!(
+                    "{}, {}, field `{metric}`: {e} (the metric deciding task {})",
+                    read.source_name, h.at, h.scored.task
+                ))
+            })?,
         };
         if verdict.is_none() {
             other_filter += 1;

@@ -311,7 +311,9 @@ async fn a_harness_tasks_verdicts_follow_the_metric_the_policy_names() {
         .await
         .unwrap_err();
     assert!(
-        err.message.contains("row 2") && err.message.contains("found 0.5"),
+        err.message
+            .contains("line 2, field `b`: expected a pass/fail score")
+            && err.message.contains("found 0.5"),
         "{}",
         err.message
     );

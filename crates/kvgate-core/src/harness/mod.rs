@@ -153,7 +153,7 @@ pub fn score_verdict(metric: &str, value: Option<f64>) -> Result<Option<Verdict>
             }],
         })),
         Some(v) => Err(format!(
-            "{metric}: expected a pass/fail score (1, 0, or -1 for a length not run), found {v}"
+            "expected a pass/fail score (1, 0, or -1 for a length not run), found {v}"
         )),
     }
 }

@@ -455,6 +455,7 @@ fn build(
             engine_timings: None,
         });
         run.harness.push(HarnessRow {
+            at: at.clone(),
             scored: ScoredRow {
                 task: task.clone(),
                 filter: "none".into(),

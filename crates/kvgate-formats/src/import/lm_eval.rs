@@ -331,6 +331,7 @@ pub fn parse(
             engine_timings: None,
         });
         run.harness.push(HarnessRow {
+            at: format!("line {number}"),
             scored: ScoredRow {
                 task: task.clone(),
                 filter,

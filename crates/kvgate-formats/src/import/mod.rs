@@ -296,6 +296,8 @@ impl ParsedRun {
 /// the approved answer and the response as the harness filtered it, for KV Gate's validator.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HarnessRow {
+    /// Where the row is in its file, as errors name it: `line 12`, `$.samples[3]`.
+    pub at: String,
     pub scored: kvgate_core::harness::ScoredRow,
     pub expected: Option<kvgate_core::validator::ExpectedAnswer>,
     pub filtered: Option<String>,
