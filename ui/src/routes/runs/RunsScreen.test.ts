@@ -700,7 +700,7 @@ describe('Import results', () => {
     expect(ipcMock.sniffImportFormat).toHaveBeenCalledWith(PATH);
     await screen.findByText('inference-perf', { selector: '[data-testid="import-sniffed"] strong' });
     expect((screen.getByTestId('import-format') as HTMLSelectElement).value).toBe('inference-perf');
-    expect((screen.getByTestId('import-format') as HTMLSelectElement).options).toHaveLength(12);
+    expect((screen.getByTestId('import-format') as HTMLSelectElement).options).toHaveLength(14);
     expect(screen.queryByTestId('import-mapping')).toBeNull();
 
     await fireEvent.submit(screen.getByTestId('import-form'));
