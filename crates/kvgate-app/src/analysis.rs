@@ -7,6 +7,10 @@
 //! label, a run file and the packet refuse with [`ErrorCode::PolicyNotLocked`], and the screens
 //! say why.
 
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
 use kvgate_core::analysis::{analyze, reading_order, AnalysisBody, PairedRow};
 use kvgate_core::policy::{lock_marks, results_withheld, LockedPolicy, Policy, PolicyProblem};
 use kvgate_core::study::Provenance;
@@ -244,13 +248,44 @@ impl App {
     }
 
     /// Analyzes the study under its locked policy; refused until a policy is locked.
+    ///
+    /// The result is kept per study under the digest of everything it read
+    /// ([`kvgate_store::Store::study_revision`], taken before the inputs are loaded, so a change
+    /// made while they load only makes the next call compute again): a later call with the same
+    /// revision returns it without loading a request; any change to a run, import, manifest,
+    /// policy, label or other audit event, by this process or another, computes it again. An
+    /// analysis that had to read a corpus folder and could not is never kept (the folder may
+    /// appear).
     pub async fn analyze(&self, study_id: i64) -> Result<StudyAnalysis, AppError> {
+        let revision = self.store.study_revision(study_id).await?;
+        if let Some(kept) = self.analyses.get(study_id, &revision) {
+            return Ok(kept);
+        }
+        let (analysis, complete) = self.compute_analysis(study_id).await?;
+        self.analyses.computed.fetch_add(1, Ordering::Relaxed);
+        if complete {
+            self.analyses.put(study_id, revision, &analysis);
+        }
+        Ok(analysis)
+    }
+
+    /// How many times this process computed an analysis (a kept one returned is not counted).
+    pub fn analyses_computed(&self) -> u64 {
+        self.analyses.computed.load(Ordering::Relaxed)
+    }
+
+    async fn compute_analysis(&self, study_id: i64) -> Result<(StudyAnalysis, bool), AppError> {
         let study = self.open_study(study_id).await?;
         let status = self.policy_status(study_id).await?;
         let current = self
             .require_locked_policy(study_id, "its analysis is not shown")
             .await?;
-        let mut corpora = crate::fixtures::corpus_for_digests;
+        let mut corpus_missing = false;
+        let mut corpora = |corpus: &kvgate_store::study_input::CorpusRef| {
+            let items = crate::fixtures::corpus_for_digests(corpus);
+            corpus_missing |= items.is_err();
+            items
+        };
         let input = kvgate_store::study_input::load_study(&self.store, study_id, &mut corpora)
             .await
             .map_err(|e| match e {
@@ -319,7 +354,7 @@ impl App {
         let adjudicated = recount(&blind);
         all.retain(|cell, _| with_unblinded.contains(cell));
         let adjudicated_unblinded = recount(&all);
-        Ok(StudyAnalysis {
+        let analysis = StudyAnalysis {
             study_id,
             study_name: study.name,
             provenance: study.provenance,
@@ -336,6 +371,28 @@ impl App {
             adjudicated,
             adjudicated_unblinded,
             body,
-        })
+        };
+        Ok((analysis, !corpus_missing))
+    }
+}
+
+/// The last analysis of each study, under the revision it was computed at.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct AnalysisCache {
+    kept: Arc<Mutex<HashMap<i64, (String, StudyAnalysis)>>>,
+    computed: Arc<AtomicU64>,
+}
+
+impl AnalysisCache {
+    fn get(&self, study_id: i64, revision: &str) -> Option<StudyAnalysis> {
+        let kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        kept.get(&study_id)
+            .filter(|(at, _)| at == revision)
+            .map(|(_, analysis)| analysis.clone())
+    }
+
+    fn put(&self, study_id: i64, revision: String, analysis: &StudyAnalysis) {
+        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        kept.insert(study_id, (revision, analysis.clone()));
     }
 }

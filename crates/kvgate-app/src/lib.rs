@@ -67,6 +67,7 @@ pub struct App {
     runs: runs::ActiveRuns,
     imports: imports::ActiveImports,
     session_keys: credentials::SessionKeys,
+    analyses: analysis::AnalysisCache,
 }
 
 impl App {
@@ -95,6 +96,7 @@ impl App {
             runs: Default::default(),
             imports: Default::default(),
             session_keys: Default::default(),
+            analyses: Default::default(),
         };
         app.mark_interrupted_runs().await?;
         if db_is_default {

@@ -695,7 +695,7 @@ pub fn envelope_benchmark() -> Result<Vec<Row>, String> {
             &dir,
             "kvgate",
         )?;
-        let [load_s, compute_s, json_s] = in_process(&db, STUDY)?;
+        let [load_s, compute_s, json_s, _, _] = in_process(&db, STUDY)?;
         let mut script = Command::new(&python);
         script
             .arg(root().join("crates/kvgate-bench/anchors/envelope_pandas.py"))

@@ -15,6 +15,7 @@ mod policies;
 mod progress;
 mod recovery;
 mod review;
+mod revision;
 mod runs;
 mod settings;
 mod studies;

@@ -257,3 +257,127 @@ async fn the_results_screen_reads_the_analysis_in_reading_order_with_its_charts(
     assert_eq!(r.charts.cdf.len(), 2 * a.body.classes.len());
     assert_eq!(r.charts.capacity.len(), 2);
 }
+
+/// The analysis is computed once per state of what it reads: repeated loads (the Results and
+/// Sign-off screens, a decision) reuse it, and a label written by another process, a new policy
+/// version, a newly frozen cell or a new run each computes it again, equal to a fresh
+/// computation on a second connection.
+#[tokio::test]
+async fn the_analysis_is_kept_until_anything_it_read_changes() {
+    use kvgate_app::review::{LabelInput, ReviewFilter};
+    use kvgate_app::{App, DbLocation};
+    use kvgate_core::review::ReviewLabel;
+
+    let dir = tempfile::tempdir().unwrap();
+    let (app, sid) = crate::locked_demo_study(&dir).await;
+    let db = dir.path().join("ws.sqlite");
+    let fresh = || {
+        let db = db.clone();
+        async move {
+            let other = App::open(DbLocation::Path(db)).await.unwrap();
+            let analysis = other.analyze(sid).await.unwrap();
+            assert_eq!(other.analyses_computed(), 1);
+            other.close().await;
+            analysis
+        }
+    };
+    let first = app.analyze(sid).await.unwrap();
+    assert_eq!(app.analyses_computed(), 1);
+    assert_eq!(app.analyze(sid).await.unwrap(), first);
+    app.results(sid).await.unwrap();
+    app.checklist(sid).await.unwrap();
+    assert_eq!(
+        app.analyses_computed(),
+        1,
+        "repeated loads reuse the analysis"
+    );
+    assert_eq!(fresh().await, first);
+
+    // A label written by another process.
+    let other = App::open(DbLocation::Path(db.clone())).await.unwrap();
+    // The SmolLM2 recording has no disagreement (neither side answers right): an agreeing pair.
+    let queue = other
+        .review_queue(
+            sid,
+            ReviewFilter {
+                agreeing_sample: 1,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let pair = &queue.pairs[0];
+    assert!(!pair.a.accepted && !pair.b.accepted);
+    other
+        .label_pair(LabelInput {
+            pair_id: pair.pair_id.clone(),
+            label: ReviewLabel::BothWrong,
+            note: String::new(),
+            by: "reviewer".into(),
+        })
+        .await
+        .unwrap();
+    other.close().await;
+    let labelled = app.analyze(sid).await.unwrap();
+    assert_eq!(app.analyses_computed(), 2);
+    assert_eq!(labelled.adjudicated_labels, first.adjudicated_labels + 1);
+    assert_eq!(labelled, fresh().await);
+    assert_eq!(app.analyze(sid).await.unwrap(), labelled);
+    assert_eq!(app.analyses_computed(), 2);
+
+    // A new policy version.
+    let text = std::fs::read_to_string(format!("{}fixtures/policies/demo-cpu.json", crate::ROOT))
+        .unwrap()
+        .replace("\"alpha\": 0.05", "\"alpha\": 0.1");
+    app.lock_policy(lock(sid, &text)).await.unwrap();
+    let relocked = app.analyze(sid).await.unwrap();
+    assert_eq!(app.analyses_computed(), 3);
+    assert_eq!(relocked.policy_version, 2);
+    assert_ne!(relocked.body, labelled.body);
+    assert_eq!(relocked, fresh().await);
+
+    // A newly frozen cell (the Q8 manifest again, as cell Q8-again).
+    let c1 = std::fs::read_to_string(format!(
+        "{}fixtures/manifests/smollm2-135m-cpu-q8.json",
+        crate::ROOT
+    ))
+    .unwrap()
+    .replace("\"cell\": \"Q8\"", "\"cell\": \"Q8-again\"")
+    .replace("\"smollm2-135m-cpu-q8\"", "\"smollm2-135m-cpu-q8-again\"");
+    let draft = app.save_manifest_draft(sid, &c1).await.unwrap();
+    assert_eq!(draft.cell, "Q8-again");
+    let digest = kvgate_core::manifest::Manifest::from_json(&c1)
+        .unwrap()
+        .digest()
+        .unwrap();
+    app.freeze_manifest(sid, &draft.cell, &digest)
+        .await
+        .unwrap();
+    let three_cells = app.analyze(sid).await.unwrap();
+    assert_eq!(app.analyses_computed(), 4);
+    assert_eq!(three_cells.body.cells.len(), relocked.body.cells.len() + 1);
+    assert_eq!(three_cells, fresh().await);
+
+    // A new run in that cell (an AIPerf export).
+    app.import_file(
+        kvgate_app::imports::ImportInput {
+            study_id: sid,
+            cell: "Q8-again".into(),
+            format: kvgate_formats::import::ImportFormat::Aiperf,
+            path: format!(
+                "{}fixtures/imports/aiperf/profile_export.jsonl",
+                crate::ROOT
+            ),
+            mapping: None,
+            job: None,
+            companion: None,
+        },
+        |_| {},
+    )
+    .await
+    .unwrap_or_else(|e| panic!("import into Q8-again: {}", e.message));
+    let with_run = app.analyze(sid).await.unwrap();
+    assert_eq!(app.analyses_computed(), 5);
+    assert!(with_run.measured_requests > three_cells.measured_requests);
+    assert_eq!(with_run, fresh().await);
+}
