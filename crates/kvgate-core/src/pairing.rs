@@ -113,6 +113,87 @@ pub fn context_overflows<'a>(
         .collect()
 }
 
+/// How a corpus rendered with a Jinja chat template names it in its metadata
+/// (`CorpusMeta::chat_template`): the template text's sha256, as a manifest's
+/// `chat_template_sha256` names it.
+pub fn jinja_chat_template_label(template_sha256: &str) -> String {
+    format!("jinja chat template, sha256 {template_sha256}")
+}
+
+/// Why a corpus's token counts are not the cell's: the corpus was counted with another
+/// tokenizer than the one the manifest binds, or rendered with another chat template. Its
+/// length classes and the context-limit guard would then be another model's, so a run of it
+/// under that manifest is refused before anything is sent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, JsonSchema)]
+pub struct TokenCountMismatch {
+    /// `tokenizer_revision` or `chat_template_sha256`.
+    pub field: String,
+    /// What the manifest binds.
+    pub manifest: String,
+    /// What the corpus was counted or rendered with.
+    pub corpus: String,
+}
+
+impl std::fmt::Display for TokenCountMismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.field == "tokenizer_revision" {
+            write!(
+                f,
+                "the corpus counted its tokens with tokenizer.json sha256 {}, while the manifest's \
+                 tokenizer_revision binds sha256 {}",
+                self.corpus, self.manifest
+            )
+        } else {
+            write!(
+                f,
+                "the corpus rendered its prompts with {:?}, while the manifest's \
+                 chat_template_sha256 is {}",
+                self.corpus, self.manifest
+            )
+        }
+    }
+}
+
+/// The 64-hex words of a text, lowercased: a tokenizer revision that names the tokenizer.json's
+/// sha256 binds it.
+fn sha256_words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_ascii_hexdigit())
+        .filter(|w| w.len() == 64)
+        .map(str::to_ascii_lowercase)
+        .collect()
+}
+
+/// Whether a corpus's token counts are the cell's. The manifest binds a tokenizer when its
+/// `tokenizer_revision` names a sha256 (a hub revision such as `org/model@<40-hex commit>` binds
+/// none that can be compared here), and a chat template when it sets `chat_template_sha256`.
+/// Every binding the manifest makes must be met; the mismatches, tokenizer first.
+pub fn token_count_mismatches(
+    corpus_tokenizer_sha256: &str,
+    corpus_chat_template: &str,
+    manifest: &Manifest,
+) -> Vec<TokenCountMismatch> {
+    let mut out = Vec::new();
+    let bound = sha256_words(&manifest.tokenizer_revision);
+    let ours = corpus_tokenizer_sha256.to_ascii_lowercase();
+    if !bound.is_empty() && !bound.contains(&ours) {
+        out.push(TokenCountMismatch {
+            field: "tokenizer_revision".into(),
+            manifest: bound.join(" or "),
+            corpus: corpus_tokenizer_sha256.to_owned(),
+        });
+    }
+    if let Some(template) = &manifest.chat_template_sha256 {
+        if corpus_chat_template != jinja_chat_template_label(&template.to_ascii_lowercase()) {
+            out.push(TokenCountMismatch {
+                field: "chat_template_sha256".into(),
+                manifest: template.clone(),
+                corpus: corpus_chat_template.to_owned(),
+            });
+        }
+    }
+    out
+}
+
 /// A run whose corpus is not its cell's evaluation corpus: its items are not the ones the
 /// manifest froze, so the run is flagged wherever it is shown.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, JsonSchema)]
@@ -254,6 +335,62 @@ mod tests {
         item.id = id.into();
         item.messages.last_mut().unwrap().content = content.into();
         item
+    }
+
+    const SMOLLM2: &str = "32082c3cd8e6c6069cbd90b292f26f723aa7361e490f51c58bb33fa916635262";
+    const QWEN: &str = "3bcb6141c5309ea3be60099f44d2833672f4015f9db84bff5ea0024cc385b6f5";
+    const TEMPLATE: &str = "cd8e9439f057c9ca7f1e5a3ef1b4b1f2b4a1c3d5e6f708192a3b4c5d6e7f8091";
+
+    #[test]
+    fn a_corpus_counted_with_another_tokenizer_or_template_is_not_the_cells() {
+        let chatml = crate::fixtures::CHAT_TEMPLATE;
+        // The SmolLM2 manifest binds its tokenizer.json by sha256 in tokenizer_revision.
+        let mut m = manifest();
+        assert!(m.tokenizer_revision.contains(SMOLLM2));
+        assert!(token_count_mismatches(SMOLLM2, chatml, &m).is_empty());
+        // Upper-case hex names the same file.
+        assert!(token_count_mismatches(&SMOLLM2.to_uppercase(), chatml, &m).is_empty());
+        let other = token_count_mismatches(QWEN, chatml, &m);
+        assert_eq!(other.len(), 1);
+        assert_eq!(other[0].field, "tokenizer_revision");
+        assert_eq!(other[0].manifest, SMOLLM2);
+        assert!(other[0].to_string().contains(QWEN), "{}", other[0]);
+        // A sha256 that only starts the corpus's digest, or holds it inside a longer hex run,
+        // is not it.
+        m.tokenizer_revision = format!("sha256 {}", &QWEN[..63]);
+        assert!(
+            token_count_mismatches(QWEN, chatml, &m).is_empty(),
+            "63 hex digits bind nothing"
+        );
+        m.tokenizer_revision = format!("sha256 {QWEN}0");
+        assert!(
+            token_count_mismatches(QWEN, chatml, &m).is_empty(),
+            "65 hex digits bind nothing"
+        );
+        m.tokenizer_revision = format!("sha256 {QWEN}; was {SMOLLM2}");
+        assert!(token_count_mismatches(SMOLLM2, chatml, &m).is_empty());
+        // A hub revision (a 40-hex commit) binds nothing comparable here.
+        m.tokenizer_revision = "org/model@462594ab6ec1d9b18ea2f5305f2f2087961bb997".into();
+        assert!(token_count_mismatches(QWEN, chatml, &m).is_empty());
+
+        // The chat template: ChatML, or another template, is not the manifest's.
+        m.chat_template_sha256 = Some(TEMPLATE.into());
+        let ours = jinja_chat_template_label(TEMPLATE);
+        assert!(token_count_mismatches(QWEN, &ours, &m).is_empty());
+        let chatml_corpus = token_count_mismatches(QWEN, chatml, &m);
+        assert_eq!(chatml_corpus.len(), 1);
+        assert_eq!(chatml_corpus[0].field, "chat_template_sha256");
+        let mut near = TEMPLATE.to_owned();
+        near.replace_range(63.., "0");
+        assert_eq!(
+            token_count_mismatches(QWEN, &jinja_chat_template_label(&near), &m).len(),
+            1
+        );
+        // Both bindings missed: both named, tokenizer first.
+        m.tokenizer_revision = format!("tokenizer.json sha256 {SMOLLM2}");
+        let both = token_count_mismatches(QWEN, chatml, &m);
+        let fields: Vec<&str> = both.iter().map(|b| b.field.as_str()).collect();
+        assert_eq!(fields, ["tokenizer_revision", "chat_template_sha256"]);
     }
 
     #[test]

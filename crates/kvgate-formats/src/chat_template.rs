@@ -81,7 +81,7 @@ impl TokenCounter for TemplatedTokenizer {
     }
 
     fn chat_template(&self) -> String {
-        format!("jinja chat template, sha256 {}", self.template.sha256())
+        kvgate_core::pairing::jinja_chat_template_label(self.template.sha256())
     }
 }
 

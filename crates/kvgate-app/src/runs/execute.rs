@@ -381,6 +381,26 @@ impl App {
                 input.cell
             )));
         }
+        // The guard below and the length classes count with the corpus's tokenizer and
+        // template: they must be the ones the cell's manifest binds.
+        let mismatches = kvgate_core::pairing::token_count_mismatches(
+            &corpus.meta.tokenizer_sha256,
+            &corpus.meta.chat_template,
+            &p.manifest,
+        );
+        if !mismatches.is_empty() {
+            return Err(invalid(format!(
+                "corpus {}: its token counts are not cell {}'s: {}; generate the corpus with the \
+                 cell's tokenizer (--tokenizer) and chat template (--chat-template); nothing was sent",
+                input.corpus_dir,
+                input.cell,
+                mismatches
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )));
+        }
         let overflows = kvgate_core::pairing::context_overflows(&items, &p.manifest);
         if let Some(first) = overflows.first() {
             return Err(invalid(format!(

@@ -267,6 +267,46 @@ async fn a_resumed_quality_run_sends_only_what_is_left_and_its_runs_cover_the_se
     assert_eq!(overall.n, 8);
 }
 
+/// The long set's corpus was counted with the Qwen tokenizer and template; the SmolLM2 cell's
+/// manifest binds SmolLM2's tokenizer.json by its sha256, so the corpus's length classes and
+/// context guard are not that cell's: refused, both digests named, nothing sent or stored.
+#[tokio::test]
+async fn a_corpus_counted_with_another_tokenizer_is_refused_before_anything_is_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let (app, sid) = crate::study_with_demo_runs(&dir).await;
+    let server = answer_server::start(HashMap::new()).await;
+    let input = QualityRunInput {
+        corpus_dir: path("fixtures/long/corpus"),
+        limit: Some(2),
+        ..quality(sid, "B0", server.base(), None)
+    };
+    let err = app.run_quality(&input, |_| {}).await.unwrap_err();
+    assert_eq!(
+        err.code,
+        kvgate_app::ErrorCode::InvalidInput,
+        "{}",
+        err.message
+    );
+    for needle in [
+        "its token counts are not cell B0's",
+        // The corpus's (Qwen) and the manifest's (SmolLM2) tokenizer.json digests.
+        "3bcb6141c5309ea3be60099f44d2833672f4015f9db84bff5ea0024cc385b6f5",
+        "32082c3cd8e6c6069cbd90b292f26f723aa7361e490f51c58bb33fa916635262",
+        "nothing was sent",
+    ] {
+        assert!(err.message.contains(needle), "{needle}: {}", err.message);
+    }
+    assert!(app.list_runs(sid).await.unwrap().is_empty());
+    assert_eq!(server.requests(), 0, "nothing was sent");
+    // The demo corpus, counted with SmolLM2's tokenizer, is that cell's.
+    let demo = QualityRunInput {
+        limit: Some(2),
+        ..quality(sid, "B0", server.base(), None)
+    };
+    app.run_quality(&demo, |_| {}).await.unwrap();
+    assert_eq!(app.list_runs(sid).await.unwrap().len(), 1);
+}
+
 #[tokio::test]
 async fn an_item_too_long_for_the_cells_context_is_refused_before_anything_is_sent() {
     let dir = tempfile::tempdir().unwrap();
