@@ -54,6 +54,24 @@ export const journeys = [
       assert(pairs.length === overall.b + overall.c, `queue ${pairs.length}, disagreements ${overall.b + overall.c}`);
       await waitUntil(() => s.findAll('[data-testid="review-pair-row"]'), (r) => r.length === pairs.length, 'every disagreement queued in the window', 30000);
       await ctx.screenshot(s, 'long-review-queue');
+
+      // A long pair's prompt is folded around its evidence; nothing of it is lost.
+      const longPair = pairs.find((p) => /-(medium|long)-/.test(p.item_id));
+      assert(longPair, `a medium or long disagreement: ${pairs.map((p) => p.item_id).join(', ')}`);
+      await s.script(
+        'document.querySelector(`[data-testid="review-pair-row"][data-pair-id="${arguments[0]}"]`).click();',
+        [longPair.pair_id],
+      );
+      await waitUntil(() => s.findAll('[data-testid="review-fold"]'), (f) => f.length > 0, 'folded stretches in a long prompt', 15000);
+      const evidence = await s.texts('[data-testid="review-evidence"]');
+      assert(evidence.length > 0 || longPair.item_id.includes('-absent-'), `the evidence is marked and shown: ${longPair.item_id}`);
+      const foldedLength = (await s.texts('[data-testid="review-prompt"]'))[0].length;
+      await s.script('document.querySelector(\'[data-testid="review-prompt"]\').scrollIntoView({ block: "center" });');
+      await ctx.screenshot(s, 'long-review-folded');
+      await s.click('[data-testid="review-unfold-all"]');
+      await waitUntil(() => s.findAll('[data-testid="review-fold"]'), (f) => f.length === 0, 'every fold shown', 15000);
+      const whole = (await s.texts('[data-testid="review-prompt"]'))[0];
+      assert(whole.length > foldedLength, `the whole prompt (${whole.length} chars) is longer than the folded one (${foldedLength})`);
     },
   },
 ];

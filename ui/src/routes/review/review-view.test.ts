@@ -10,6 +10,7 @@ import {
   isTypingTarget,
   keyAction,
   labelText,
+  foldPrompt,
   markPrompt,
   revealText,
   rowWindow,
@@ -205,5 +206,43 @@ describe('labels and text', () => {
     expect(agreeingSample('-3')).toBe(0);
     expect(agreeingSample('abc')).toBe(0);
     expect(agreeingSample('2.7')).toBe(2);
+  });
+});
+
+describe('foldPrompt', () => {
+  const records = (from: number, to: number) =>
+    Array.from({ length: to - from }, (_, i) => `filler record ${from + i}\n`).join('');
+  const evidence = 'AX-104 rev B torque 12.5 N·m\n';
+  const text = `Records:\n${records(0, 40)}${evidence}${records(40, 45)}Question?`;
+  const marked = markPrompt(text, [evidence], []);
+
+  it('folds long plain stretches and keeps the evidence with its context', () => {
+    const folded = foldPrompt(marked, 3, 8);
+    // Nothing is lost: the folds keep their text.
+    expect(folded.map((s) => s.text).join('')).toBe(text);
+    const folds = folded.filter((s) => s.kind === 'fold');
+    expect(folds).toHaveLength(1);
+    // 41 lines before the evidence: 4 shown at the start, 4 before the evidence, 33 folded.
+    expect(folds[0]).toMatchObject({ lines: 33 });
+    const shown = folded.filter((s) => s.kind !== 'fold').map((s) => s.text).join('');
+    expect(shown).toContain('filler record 2\n');
+    expect(shown).not.toContain('filler record 3\n');
+    expect(shown).toContain('filler record 37\n');
+    expect(shown).toContain(evidence);
+    // The 6 lines after the evidence are too few to fold.
+    expect(shown).toContain('filler record 44\nQuestion?');
+  });
+
+  it('leaves short prompts and marks alone', () => {
+    const short = markPrompt(`a\nb\n${evidence}c\n`, [evidence], []);
+    expect(foldPrompt(short)).toEqual(short);
+    expect(foldPrompt([])).toEqual([]);
+    // A stretch hiding fewer lines than minFold stays whole.
+    const eleven = markPrompt(records(0, 11), [], []);
+    expect(foldPrompt(eleven, 3, 8)).toEqual(eleven);
+    const twelve = foldPrompt(markPrompt(records(0, 16), [], []), 3, 8);
+    expect(twelve.filter((s) => s.kind === 'fold')).toEqual([
+      { kind: 'fold', lines: 8, text: records(4, 12) },
+    ]);
   });
 });

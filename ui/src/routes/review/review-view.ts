@@ -260,6 +260,9 @@ export function diffFields(
 
 export type Segment = { text: string; kind: 'plain' | 'evidence' | 'distractor'; note?: string };
 
+/** A run of plain lines hidden from view; `text` keeps them, so nothing is lost. */
+export type Folded = { text: string; kind: 'fold'; lines: number };
+
 /** Splits a prompt into plain text, evidence records and distractor records (first match wins,
  * never overlapping). Records not found in the text are simply not marked. */
 export function markPrompt(text: string, evidence: readonly string[], distractors: readonly Distractor[]): Segment[] {
@@ -290,5 +293,38 @@ export function markPrompt(text: string, evidence: readonly string[], distractor
     at = m.to;
   }
   if (at < text.length) out.push({ text: text.slice(at), kind: 'plain' });
+  return out;
+}
+
+/** Splits text into lines, each with its newline (the last may have none). */
+function linesOf(text: string): string[] {
+  return text.match(/[^\n]*\n|[^\n]+$/g) ?? [];
+}
+
+/** Folds the long plain stretches of a marked prompt, so a 4k-token context shows its evidence
+ * and look-alikes with `keep` lines of context around each and around the prompt's start and end;
+ * a stretch is folded only when it would hide at least `minFold` lines. Concatenating every
+ * segment's text (folds included) gives the prompt back, byte for byte. */
+export function foldPrompt(segments: readonly Segment[], keep = 3, minFold = 8): (Segment | Folded)[] {
+  const out: (Segment | Folded)[] = [];
+  for (const seg of segments) {
+    if (seg.kind !== 'plain') {
+      out.push(seg);
+      continue;
+    }
+    const lines = linesOf(seg.text);
+    // A plain stretch between two marks starts mid-line after the first: that partial line and
+    // `keep` more stay visible.
+    const head = Math.min(lines.length, keep + 1);
+    const tail = Math.min(lines.length - head, keep + 1);
+    const hidden = lines.length - head - tail;
+    if (hidden < minFold) {
+      out.push(seg);
+      continue;
+    }
+    out.push({ text: lines.slice(0, head).join(''), kind: 'plain' });
+    out.push({ text: lines.slice(head, head + hidden).join(''), kind: 'fold', lines: hidden });
+    out.push({ text: lines.slice(head + hidden).join(''), kind: 'plain' });
+  }
   return out;
 }
