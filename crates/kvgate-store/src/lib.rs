@@ -25,7 +25,7 @@ mod versions;
 pub use error::StoreError;
 pub use imports::{AggregateRow, ImportRecord, ImportedRun, NewImport};
 pub use manifests::ManifestRecord;
-pub use measured::MeasuredRequest;
+pub use measured::{MeasuredRequest, MEASURED_REQUESTS_SQL};
 pub use policies::PolicyRecord;
 pub use recovery::RecoveryPlanRecord;
 pub use review::AdjudicationRow;

@@ -27,21 +27,21 @@ pub struct MeasuredRequest<'a> {
     /// The sha256 of what was sent; `None` for rows stored before it was recorded. Borrowed.
     pub prompt_sha256: Option<&'a str>,
     pub client_delay_ms: Option<f64>,
-    /// The engine's `timings.predicted_per_token_ms` (llama.cpp), read out of the stored
-    /// timings by SQLite; `None` when the engine sent none.
+    /// The engine's `timings.predicted_per_token_ms` (llama.cpp), stored beside its timings
+    /// when a number; `None` when the engine sent none.
     pub engine_itl_ms: Option<f64>,
 }
 
-// The engine's per-token time is read only when it is a JSON number: a text or a malformed
-// object is no measurement (SQLite would read it as 0).
+// Every column read is in the covering index `run_requests_measured`, so the read never touches
+// the table's rows (outputs, chunk times): a test holds the query plan to it. The engine's
+// per-token time is its own column, written with the row (see `runs::engine_itl_ms`).
 // Ordered by `r.id` (equal to `q.run_id` by the join) so SQLite walks the runs index and the
 // requests' primary key in order instead of sorting every row in a temporary B-tree.
-const MEASURED: &str = "SELECT q.run_id, q.idx, q.repeat, q.item_id, q.status, \
+/// The query of [`Store::for_each_measured_request`], public so that its plan can be checked.
+pub const MEASURED_REQUESTS_SQL: &str = "SELECT q.run_id, q.idx, q.repeat, q.item_id, q.status, \
      q.planned_arrival_ms, q.dispatch_ms, q.first_token_ms, q.finish_ms, q.prompt_tokens, \
      q.completion_tokens, q.verdict_accepted, q.prompt_sha256, q.client_delay_ms, \
-     CASE WHEN json_valid(q.engine_timings_json) THEN \
-       CASE WHEN json_type(q.engine_timings_json, '$.predicted_per_token_ms') IN ('integer', 'real') \
-       THEN json_extract(q.engine_timings_json, '$.predicted_per_token_ms') END END \
+     q.engine_itl_ms \
      FROM runs r JOIN run_requests q ON q.run_id = r.id AND q.warmup = 0 \
      WHERE r.study_id = ? ORDER BY r.id, q.idx";
 
@@ -124,8 +124,8 @@ impl Store {
             let mut raw = std::ptr::null_mut();
             let rc = ffi::sqlite3_prepare_v2(
                 db,
-                MEASURED.as_ptr().cast(),
-                MEASURED.len() as c_int,
+                MEASURED_REQUESTS_SQL.as_ptr().cast(),
+                MEASURED_REQUESTS_SQL.len() as c_int,
                 &mut raw,
                 std::ptr::null_mut(),
             );

@@ -120,7 +120,8 @@ macro_rules! request_columns {
         "warmup, idx, repeat, item_id, status, planned_arrival_ms, dispatch_ms, client_delay_ms, \
          first_token_ms, finish_ms, http_status, prompt_tokens, completion_tokens, \
          cached_prompt_tokens, finish_reason, error, output_text, chunk_times_json, \
-         engine_timings_json, verdict_accepted, verdict_reasons_json, verdict_json, prompt_sha256"
+         engine_timings_json, verdict_accepted, verdict_reasons_json, verdict_json, prompt_sha256, \
+         engine_itl_ms"
     };
 }
 
@@ -137,13 +138,13 @@ fn insert_requests_sql(rows: usize) -> String {
 
 static INSERT_REQUEST: LazyLock<String> = LazyLock::new(|| insert_requests_sql(1));
 
-/// Requests written per statement by `INSERT_REQUEST_BATCH` (24 × 32 = 768 placeholders).
+/// Requests written per statement by `INSERT_REQUEST_BATCH` (25 × 32 = 800 placeholders).
 const REQUEST_BATCH: usize = 32;
 
 static INSERT_REQUEST_BATCH: LazyLock<String> =
     LazyLock::new(|| insert_requests_sql(REQUEST_BATCH));
 
-/// Requests written per statement by `INSERT_REQUEST_BIG_BATCH` (24 × 256 = 6,144 placeholders;
+/// Requests written per statement by `INSERT_REQUEST_BIG_BATCH` (25 × 256 = 6,400 placeholders;
 /// SQLite allows 32,766): a large import pays the statement's round trip to the connection's
 /// worker thread once per 256 rows.
 const REQUEST_BIG_BATCH: usize = 256;
@@ -557,7 +558,18 @@ fn bind_request(
         .bind(row.verdict_accepted)
         .bind(row.verdict_reasons_json)
         .bind(row.verdict_json)
-        .bind(r.prompt_sha256.clone()))
+        .bind(r.prompt_sha256.clone())
+        .bind(engine_itl_ms(r.engine_timings.as_ref())))
+}
+
+/// The engine's own per-token time out of its timings object (llama.cpp's
+/// `predicted_per_token_ms`), read only when a number: a text or another shape is no
+/// measurement. Stored beside the timings so the analysis reads it from the covering index.
+pub(crate) fn engine_itl_ms(timings: Option<&serde_json::Value>) -> Option<f64> {
+    timings?
+        .get("predicted_per_token_ms")
+        .filter(|v| v.is_number())
+        .and_then(serde_json::Value::as_f64)
 }
 
 async fn insert_request(
@@ -1143,7 +1155,7 @@ mod tests {
     #[test]
     fn insert_statements_have_one_placeholder_per_bound_value() {
         let columns = request_columns!().split(',').count() + 1;
-        assert_eq!(columns, 24);
+        assert_eq!(columns, 25);
         assert_eq!(INSERT_REQUEST.matches('?').count(), columns);
         assert_eq!(
             INSERT_REQUEST_BATCH.matches('?').count(),

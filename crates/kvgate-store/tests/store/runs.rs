@@ -952,6 +952,111 @@ async fn runs_of_a_live_owner_are_not_marked_interrupted() {
     );
 }
 
+/// The analysis's read of a million requests must not touch the table's rows (outputs, chunk
+/// times): every column it reads is in the covering index. A column added to the read and not to
+/// the index fails here, not only in the benchmark.
+#[tokio::test]
+async fn the_measured_read_walks_the_covering_index_only() {
+    let (_dir, store) = fresh().await;
+    let plan: Vec<(i64, i64, i64, String)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "EXPLAIN QUERY PLAN {}",
+        kvgate_store::MEASURED_REQUESTS_SQL
+    )))
+    .bind(1_i64)
+    .fetch_all(store.pool())
+    .await
+    .unwrap();
+    let steps: Vec<&str> = plan.iter().map(|p| p.3.as_str()).collect();
+    assert!(
+        steps
+            .iter()
+            .any(|s| s.contains("USING COVERING INDEX run_requests_measured")),
+        "{steps:?}"
+    );
+    assert!(
+        !steps.iter().any(|s| s.contains("TEMP B-TREE")),
+        "{steps:?}"
+    );
+}
+
+/// Rows stored before the engine's per-token time had its own column get it from their stored
+/// timings when the database is migrated (a number only), and finished runs stay frozen after.
+#[tokio::test]
+async fn the_migration_derives_the_engine_time_of_stored_rows_and_keeps_runs_frozen() {
+    let (_dir, store) = fresh().await;
+    let (sid, mid, _) = study(&store, "s").await;
+    let run = store
+        .create_run(&new_run(sid, mid, "2026-12-01T10:00:00.000Z"))
+        .await
+        .unwrap();
+    let text_timing = RequestRecord {
+        engine_timings: Some(json!({"predicted_per_token_ms": "14.25"})),
+        ..record(1)
+    };
+    let array_timing = RequestRecord {
+        engine_timings: Some(json!([14.25])),
+        ..record(2)
+    };
+    store
+        .finish_run(
+            run.id,
+            RunState::Completed,
+            Some(1.0),
+            Some(3),
+            None,
+            &[
+                stored(record(0), false, None),
+                stored(text_timing, false, None),
+                stored(array_timing, false, None),
+            ],
+            &[],
+            &[],
+        )
+        .await
+        .unwrap();
+    let read = |store: Store| async move {
+        let mut engine = Vec::new();
+        store
+            .for_each_measured_request(sid, |q| engine.push(q.engine_itl_ms))
+            .await
+            .unwrap();
+        engine
+    };
+    let written = read(store.clone()).await;
+    assert_eq!(written, [Some(14.25), None, None]);
+    // As a database stored before the column: the column empty (the freeze lifted for that).
+    let migration = include_str!("../../migrations/20261205010000_measured_index_queueing.sql");
+    let start = migration.find("CREATE TRIGGER").unwrap();
+    let end = start + migration[start..].find("END;").unwrap() + "END;".len();
+    let trigger = &migration[start..end];
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+        "DROP TRIGGER run_requests_finished_no_update; \
+         UPDATE run_requests SET engine_itl_ms = NULL; {trigger}"
+    )))
+    .execute(store.pool())
+    .await
+    .unwrap();
+    assert_eq!(read(store.clone()).await, [None, None, None]);
+    // The migration without its ALTER (the column is there): the same values come back.
+    let rest = migration.replacen(
+        "ALTER TABLE run_requests ADD COLUMN engine_itl_ms REAL;",
+        "",
+        1,
+    );
+    assert_ne!(rest, migration);
+    sqlx::raw_sql(sqlx::AssertSqlSafe(rest))
+        .execute(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(read(store.clone()).await, written);
+    let err = sqlx::query("UPDATE run_requests SET engine_itl_ms = 1 WHERE run_id = ?")
+        .bind(run.id)
+        .execute(store.pool())
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("run is finished"), "{err}");
+}
+
 #[tokio::test]
 async fn measured_requests_come_back_exactly_with_absent_values_absent() {
     let (_dir, store) = fresh().await;
