@@ -1153,18 +1153,29 @@ impl App {
                 note,
                 // Moved, not copied: a million-request file is held once.
                 // A harness row of another filter than the deciding one is not stored.
-                requests: std::mem::take(&mut run.requests)
-                    .into_iter()
-                    .zip(unmeasured)
-                    .zip(verdicts)
-                    .filter_map(|((record, warmup), verdict)| {
-                        verdict.map(|verdict| ImportedRequest {
-                            record,
-                            warmup,
-                            verdict,
+                requests: {
+                    // A harness run has one reference per request; other runs none.
+                    let mut references = run.harness.iter().map(|h| {
+                        Some(kvgate_store::HarnessReference {
+                            prompt: h.reference.prompt.clone(),
+                            target: h.reference.target.clone(),
                         })
-                    })
-                    .collect(),
+                    });
+                    std::mem::take(&mut run.requests)
+                        .into_iter()
+                        .zip(unmeasured)
+                        .zip(verdicts)
+                        .filter_map(|((record, warmup), verdict)| {
+                            let reference = references.next().flatten();
+                            verdict.map(|verdict| ImportedRequest {
+                                record,
+                                warmup,
+                                verdict,
+                                reference,
+                            })
+                        })
+                        .collect()
+                },
                 evidence,
                 scrapes: scrape_rows,
                 aggregates: run

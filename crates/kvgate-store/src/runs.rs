@@ -121,7 +121,7 @@ macro_rules! request_columns {
          first_token_ms, finish_ms, http_status, prompt_tokens, completion_tokens, \
          cached_prompt_tokens, finish_reason, error, output_text, chunk_times_json, \
          engine_timings_json, verdict_accepted, verdict_reasons_json, verdict_json, prompt_sha256, \
-         engine_itl_ms"
+         engine_itl_ms, harness_prompt, harness_target"
     };
 }
 
@@ -138,13 +138,13 @@ fn insert_requests_sql(rows: usize) -> String {
 
 static INSERT_REQUEST: LazyLock<String> = LazyLock::new(|| insert_requests_sql(1));
 
-/// Requests written per statement by `INSERT_REQUEST_BATCH` (25 × 32 = 800 placeholders).
+/// Requests written per statement by `INSERT_REQUEST_BATCH` (27 × 32 = 864 placeholders).
 const REQUEST_BATCH: usize = 32;
 
 static INSERT_REQUEST_BATCH: LazyLock<String> =
     LazyLock::new(|| insert_requests_sql(REQUEST_BATCH));
 
-/// Requests written per statement by `INSERT_REQUEST_BIG_BATCH` (25 × 256 = 6,400 placeholders;
+/// Requests written per statement by `INSERT_REQUEST_BIG_BATCH` (27 × 256 = 6,912 placeholders;
 /// SQLite allows 32,766): a large import pays the statement's round trip to the connection's
 /// worker thread once per 256 rows.
 const REQUEST_BIG_BATCH: usize = 256;
@@ -372,6 +372,18 @@ pub trait RequestRowSource {
     fn repeat(&self) -> u32;
     fn warmup(&self) -> bool;
     fn verdict(&self) -> Option<&Verdict>;
+    /// An evaluation harness's prompt and target for the row, when it came from one.
+    fn reference(&self) -> Option<&HarnessReference> {
+        None
+    }
+}
+
+/// What an evaluation harness sent for an item and the target it scored against, kept with the
+/// imported row for the reviewer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HarnessReference {
+    pub prompt: String,
+    pub target: String,
 }
 
 impl RequestRowSource for StoredRequest {
@@ -397,6 +409,8 @@ pub struct ImportedRequest {
     pub record: RequestRecord,
     pub warmup: bool,
     pub verdict: Option<Verdict>,
+    /// For a row of an evaluation harness: its prompt and target.
+    pub reference: Option<HarnessReference>,
 }
 
 impl RequestRowSource for ImportedRequest {
@@ -411,6 +425,9 @@ impl RequestRowSource for ImportedRequest {
     }
     fn verdict(&self) -> Option<&Verdict> {
         self.verdict.as_ref()
+    }
+    fn reference(&self) -> Option<&HarnessReference> {
+        self.reference.as_ref()
     }
 }
 
@@ -559,7 +576,9 @@ fn bind_request(
         .bind(row.verdict_reasons_json)
         .bind(row.verdict_json)
         .bind(r.prompt_sha256.clone())
-        .bind(engine_itl_ms(r.engine_timings.as_ref())))
+        .bind(engine_itl_ms(r.engine_timings.as_ref()))
+        .bind(request.reference().map(|h| h.prompt.clone()))
+        .bind(request.reference().map(|h| h.target.clone())))
 }
 
 /// The engine's own per-token time out of its timings object (llama.cpp's
@@ -1085,6 +1104,28 @@ impl Store {
     }
 
     /// The requests of a run: warmups first, then by index. `NotFound` when the run is absent.
+    /// The harness prompt and target of each measured row of a run that came from an evaluation
+    /// harness, by item id (first row of an item); empty for every other run.
+    pub async fn harness_references(
+        &self,
+        run_id: i64,
+    ) -> Result<std::collections::HashMap<String, HarnessReference>, StoreError> {
+        let rows: Vec<(String, String, String)> = sqlx::query_as(
+            "SELECT item_id, harness_prompt, harness_target FROM run_requests \
+             WHERE run_id = ? AND warmup = 0 AND item_id IS NOT NULL AND harness_prompt IS NOT NULL \
+             ORDER BY idx",
+        )
+        .bind(run_id)
+        .fetch_all(&self.pool)
+        .await?;
+        let mut out = std::collections::HashMap::new();
+        for (item, prompt, target) in rows {
+            out.entry(item)
+                .or_insert(HarnessReference { prompt, target });
+        }
+        Ok(out)
+    }
+
     pub async fn run_requests(&self, run_id: i64) -> Result<Vec<StoredRequest>, StoreError> {
         let sql = concat!(
             "SELECT rowid AS row_id, ",
@@ -1155,7 +1196,7 @@ mod tests {
     #[test]
     fn insert_statements_have_one_placeholder_per_bound_value() {
         let columns = request_columns!().split(',').count() + 1;
-        assert_eq!(columns, 25);
+        assert_eq!(columns, 27);
         assert_eq!(INSERT_REQUEST.matches('?').count(), columns);
         assert_eq!(
             INSERT_REQUEST_BATCH.matches('?').count(),

@@ -277,9 +277,65 @@ pub fn row_verdict(
     score_verdict(&d.metric, value).map(Some)
 }
 
+/// The answers a harness target names, to locate in the prompt (the needle of a retrieval task):
+/// the elements of a list target — JSON (`["3336625"]`) or Python's repr, as lm-eval writes RULER
+/// targets (`"['3336625', 'x']"`) — else the target itself; trimmed, empty ones dropped, each once.
+pub fn target_needles(target: &str) -> Vec<String> {
+    let t = target.trim();
+    let mut out: Vec<String> = Vec::new();
+    let mut push = |s: &str| {
+        let s = s.trim();
+        if !s.is_empty() && !out.iter().any(|o| o == s) {
+            out.push(s.to_owned());
+        }
+    };
+    if let Ok(Value::Array(items)) = serde_json::from_str::<Value>(t) {
+        for v in &items {
+            match v {
+                Value::String(s) => push(s),
+                Value::Number(n) => push(&n.to_string()),
+                _ => {}
+            }
+        }
+        return out;
+    }
+    if let Some(inner) = t.strip_prefix('[').and_then(|r| r.strip_suffix(']')) {
+        // Python's repr of a list of strings: quoted with ' (or " when the text holds a ').
+        let mut rest = inner.trim();
+        let mut parsed = Vec::new();
+        while let Some(q) = rest.chars().next().filter(|c| *c == '\'' || *c == '"') {
+            let Some(end) = rest[1..].find(q) else { break };
+            parsed.push(rest[1..1 + end].to_owned());
+            rest = rest[end + 2..].trim_start();
+            rest = rest.strip_prefix(',').unwrap_or(rest).trim_start();
+        }
+        if rest.is_empty() && !parsed.is_empty() {
+            for p in &parsed {
+                push(p);
+            }
+            return out;
+        }
+    }
+    push(t);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_targets_needles_are_its_list_elements_or_itself() {
+        assert_eq!(target_needles("['3336625']"), ["3336625"]);
+        assert_eq!(target_needles("['a1', \"it's\", 'a1']"), ["a1", "it's"]);
+        assert_eq!(target_needles(r#"["x", 42, null]"#), ["x", "42"]);
+        assert_eq!(target_needles(" Paris "), ["Paris"]);
+        assert_eq!(target_needles(""), Vec::<String>::new());
+        assert_eq!(target_needles("[]"), Vec::<String>::new());
+        // Not a list of quoted strings: the whole target.
+        assert_eq!(target_needles("[see above]"), ["[see above]"]);
+        assert_eq!(target_needles("['open"), ["['open"]);
+    }
 
     fn strata(group: Option<&str>, context: Option<&str>) -> HarnessStrata {
         HarnessStrata {

@@ -19,8 +19,8 @@ use kvgate_core::run::{RequestRecord, RequestStatus};
 use serde_json::{json, Value};
 
 use super::{
-    Granularity, HarnessRow, ImportError, ImportFormat, ImportWarning, ParsedImport, ParsedRun,
-    Source, StrictValue,
+    Granularity, HarnessReference, HarnessRow, ImportError, ImportFormat, ImportWarning,
+    ParsedImport, ParsedRun, Source, StrictValue,
 };
 
 /// What the harness calls itself in item ids and prompt digests.
@@ -463,6 +463,7 @@ fn build(
             },
             expected,
             filtered: None,
+            reference: HarnessReference::from_values(&input, sample.get("target")),
         });
     }
     if run.requests.is_empty() {

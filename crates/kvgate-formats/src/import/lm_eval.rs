@@ -22,8 +22,8 @@ use kvgate_core::validator::ExpectedAnswer;
 use serde_json::{json, Value};
 
 use super::{
-    Granularity, HarnessRow, ImportError, ImportFormat, ImportWarning, ParsedImport, ParsedRun,
-    Source, StrictValue,
+    Granularity, HarnessReference, HarnessRow, ImportError, ImportFormat, ImportWarning,
+    ParsedImport, ParsedRun, Source, StrictValue,
 };
 
 /// What the harness calls itself in item ids and prompt digests.
@@ -339,6 +339,10 @@ pub fn parse(
             },
             expected,
             filtered,
+            reference: HarnessReference::from_values(
+                args.get("arg_0").unwrap_or(&Value::Null),
+                field("target"),
+            ),
         });
     }
     if run.requests.is_empty() {

@@ -301,6 +301,71 @@ pub struct HarnessRow {
     pub scored: kvgate_core::harness::ScoredRow,
     pub expected: Option<kvgate_core::validator::ExpectedAnswer>,
     pub filtered: Option<String>,
+    /// What the harness sent and the answer it scored against, for the reviewer.
+    pub reference: HarnessReference,
+}
+
+/// A harness item's prompt as sent (each chat message as `role:` and its text, blank-line
+/// separated; a plain prompt as it is) and its target as the harness recorded it (text as it is,
+/// any other value as JSON).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct HarnessReference {
+    pub prompt: String,
+    pub target: String,
+}
+
+impl HarnessReference {
+    /// From the harness's prompt (text, or chat messages whose content is text or text parts)
+    /// and target value.
+    pub fn from_values(prompt: &Value, target: Option<&Value>) -> HarnessReference {
+        let text_of = |content: &Value| match content {
+            Value::String(s) => s.clone(),
+            Value::Array(parts) => parts
+                .iter()
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join(""),
+            Value::Null => String::new(),
+            other => other.to_string(),
+        };
+        let prompt = match prompt {
+            Value::String(s) => match serde_json::from_str::<Value>(s) {
+                Ok(v @ Value::Array(_)) if is_messages(&v) => messages_text(&v, text_of),
+                _ => s.clone(),
+            },
+            v @ Value::Array(_) if is_messages(v) => messages_text(v, text_of),
+            other => text_of(other),
+        };
+        let target = match target {
+            None | Some(Value::Null) => String::new(),
+            Some(Value::String(s)) => s.clone(),
+            Some(other) => other.to_string(),
+        };
+        HarnessReference { prompt, target }
+    }
+}
+
+fn is_messages(v: &Value) -> bool {
+    v.as_array().is_some_and(|a| {
+        !a.is_empty()
+            && a.iter()
+                .all(|m| m.get("role").is_some() && m.get("content").is_some())
+    })
+}
+
+fn messages_text(v: &Value, text_of: impl Fn(&Value) -> String) -> String {
+    v.as_array()
+        .into_iter()
+        .flatten()
+        .map(|m| {
+            format!(
+                "{}:\n{}",
+                m.get("role").and_then(Value::as_str).unwrap_or("?"),
+                text_of(m.get("content").unwrap_or(&Value::Null))
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n\n")
 }
 
 /// A correction the parser made, or something the user must know about what was read. Stored
@@ -924,6 +989,33 @@ pub fn check_duration(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_harness_reference_reads_text_chat_messages_and_any_target() {
+        use serde_json::json;
+        // lm-eval's chat prompt: the messages list serialised as a JSON string.
+        let chat = json!(
+            r#"[{"role": "system", "content": "Answer."}, {"role": "user", "content": "Which number?"}]"#
+        );
+        let r = HarnessReference::from_values(&chat, Some(&json!(["3336625"])));
+        assert_eq!(r.prompt, "system:\nAnswer.\n\nuser:\nWhich number?");
+        assert_eq!(r.target, r#"["3336625"]"#);
+        // Inspect: messages whose content is text parts; a text target.
+        let parts = json!([{"role": "user", "content": [{"type": "text", "text": "Is it "}, {"type": "text", "text": "yes?"}]}]);
+        let r = HarnessReference::from_values(&parts, Some(&json!(" Yes")));
+        assert_eq!(
+            (r.prompt.as_str(), r.target.as_str()),
+            ("user:\nIs it yes?", " Yes")
+        );
+        // A plain prompt, even one that reads as JSON but is no message list, stays as sent.
+        let r = HarnessReference::from_values(&json!("[1, 2] and then?"), None);
+        assert_eq!(
+            (r.prompt.as_str(), r.target.as_str()),
+            ("[1, 2] and then?", "")
+        );
+        let r = HarnessReference::from_values(&json!("[1, 2]"), Some(&json!(3)));
+        assert_eq!((r.prompt.as_str(), r.target.as_str()), ("[1, 2]", "3"));
+    }
 
     #[test]
     fn formats_round_trip_their_names() {

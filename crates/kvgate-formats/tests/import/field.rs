@@ -330,6 +330,24 @@ fn lm_eval_niah_500(p: &ParsedImport) {
             ("4096".to_owned(), Some(-1.0)),
             ("500".to_owned(), Some(1.0))
         ]));
+    // The reviewer's view: the target (a Python list repr, `['3336625']` in row 0) names the
+    // needle, and every row's needle stands in its prompt.
+    let run = &p.runs[0];
+    assert_eq!(run.harness[0].reference.target, "['3336625']");
+    for (i, h) in run.harness.iter().enumerate() {
+        let needles = kvgate_core::harness::target_needles(&h.reference.target);
+        assert!(
+            !needles.is_empty(),
+            "row {i}: target {:?}",
+            h.reference.target
+        );
+        assert!(
+            needles
+                .iter()
+                .all(|n| h.reference.prompt.contains(n.as_str())),
+            "row {i}: {needles:?} not in its prompt"
+        );
+    }
 }
 
 fn inspect_arc_qwen(p: &ParsedImport) {
