@@ -70,6 +70,10 @@ pub struct ReviewPair {
     pub item: Option<FixtureItem>,
     /// Why `item` is absent, when it is.
     pub item_note: Option<String>,
+    /// For an evaluation harness's item: the prompt it sent and its target, as it recorded them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub harness: Option<HarnessItem>,
     /// The current label, when labelled.
     pub label: Option<AdjudicationLabel>,
     pub note: Option<String>,
@@ -77,6 +81,17 @@ pub struct ReviewPair {
     pub candidate_is_a: Option<bool>,
     /// The current label was given after the reveal (a relabel): counted apart.
     pub unblinded: bool,
+}
+
+/// An evaluation harness's item as the reviewer reads it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
+pub struct HarnessItem {
+    /// Each chat message as `role:` and its text; a plain prompt as sent.
+    pub prompt: String,
+    pub target: String,
+    /// The answers the target names, to locate in the prompt
+    /// (`kvgate_core::harness::target_needles`).
+    pub needles: Vec<String>,
 }
 
 /// The queue of a study.
@@ -141,6 +156,8 @@ struct Judged {
     corpus: Option<(String, String)>,
     /// The digest of the prompt sent, when recorded.
     prompt: Option<String>,
+    /// A harness row's prompt and target.
+    reference: Option<kvgate_store::HarnessReference>,
 }
 
 fn side_from(run_id: i64, s: kvgate_store::StoredRequest) -> Option<(String, ReviewSide)> {
@@ -182,6 +199,7 @@ impl App {
                 continue;
             }
             let corpus = corpus_of(&run.config_json);
+            let mut references = self.store.harness_references(run.id).await?;
             let per_item = out.entry(run.cell.clone()).or_default();
             for s in self.store.run_requests(run.id).await? {
                 if s.warmup {
@@ -193,6 +211,7 @@ impl App {
                     continue;
                 };
                 if per_item.get(&item).is_none_or(|j| key < j.key) {
+                    let reference = references.remove(&item);
                     per_item.insert(
                         item,
                         Judged {
@@ -200,6 +219,7 @@ impl App {
                             side,
                             corpus: corpus.clone(),
                             prompt,
+                            reference,
                         },
                     );
                 }
@@ -308,7 +328,21 @@ impl App {
                     (x.side.clone(), y.side.clone())
                 };
                 let label = labels.get(&id);
+                // The prompt is the same on both sides (a pair's prompt digests are equal).
+                let harness = y
+                    .reference
+                    .as_ref()
+                    .or(x.reference.as_ref())
+                    .map(|r| HarnessItem {
+                        prompt: r.prompt.clone(),
+                        target: r.target.clone(),
+                        needles: kvgate_core::harness::target_needles(&r.target),
+                    });
                 let (item_full, item_note) = match &y.corpus {
+                    None if harness.is_some() => (
+                        None,
+                        Some("an evaluation harness's item: its prompt and target below are as the harness recorded them".to_owned()),
+                    ),
                     None => (None, Some("the run recorded no corpus".to_owned())),
                     Some(key) => {
                         let loaded = corpora.entry(key.clone()).or_insert_with(|| {
@@ -343,6 +377,7 @@ impl App {
                     b,
                     item: item_full,
                     item_note,
+                    harness,
                     label: label.and_then(|l| AdjudicationLabel::parse(&l.label)),
                     note: label.map(|l| l.note.clone()),
                     candidate_is_a: label.map(|_| cand_a),

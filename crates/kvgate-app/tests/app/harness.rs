@@ -293,6 +293,52 @@ async fn a_harness_tasks_verdicts_follow_the_metric_the_policy_names() {
     let run = runs.iter().find(|r| r.kind.as_str() == "quality").unwrap();
     assert_eq!(run.config["harness_metrics"][0]["metric"], "b");
     assert_eq!(run.config["harness_metrics"][0]["chosen_by"], "policy");
+    // The reviewer reads each disagreement's prompt and target as lm-eval recorded them.
+    let queue = app
+        .review_queue(sid, kvgate_app::review::ReviewFilter::default())
+        .await
+        .unwrap();
+    let mut seen: Vec<(String, String, String, Vec<String>)> = queue
+        .pairs
+        .iter()
+        .map(|p| {
+            let h = p
+                .harness
+                .as_ref()
+                .expect("a harness pair carries its prompt");
+            assert!(p.item.is_none());
+            assert!(
+                p.item_note
+                    .as_deref()
+                    .unwrap_or("")
+                    .contains("evaluation harness"),
+                "{:?}",
+                p.item_note
+            );
+            (
+                p.item_id.clone(),
+                h.prompt.clone(),
+                h.target.clone(),
+                h.needles.clone(),
+            )
+        })
+        .collect();
+    seen.sort();
+    let want: Vec<(String, String, String, Vec<String>)> = [1, 2]
+        .iter()
+        .map(|i| {
+            (
+                seen.iter()
+                    .find(|s| s.0.ends_with(&format!(":{i}")))
+                    .map(|s| s.0.clone())
+                    .unwrap_or_default(),
+                format!("question {i}"),
+                "x".to_owned(),
+                vec!["x".to_owned()],
+            )
+        })
+        .collect();
+    assert_eq!(seen, want);
 
     // A partial score under the deciding metric is refused, and nothing is stored.
     let before = app.list_runs(sid).await.unwrap().len();

@@ -293,6 +293,27 @@ describe('Review screen', () => {
     expect(screen.getByTestId('review-diff')).toBeTruthy();
   });
 
+  it("shows a harness item's target and prompt, the needle marked and long stretches folded", async () => {
+    const filler = Array.from({ length: 30 }, (_, i) => `Filler sentence ${i}.\n`).join('');
+    const prompt = `user:\n${filler}The special magic number is: 3336625.\n${filler}What is the special magic number?`;
+    ipcMock.reviewQueue.mockResolvedValue(
+      queue([
+        pair(1, {
+          item: null,
+          item_note: "an evaluation harness's item: its prompt and target below are as the harness recorded them",
+          harness: { prompt, target: "['3336625']", needles: ['3336625'] },
+        }),
+      ]),
+    );
+    setup();
+    expect((await screen.findByTestId('review-target')).textContent).toBe("['3336625']");
+    expect(screen.getAllByTestId('review-evidence').map((e) => e.textContent)).toEqual(['3336625']);
+    expect(screen.getAllByTestId('review-fold').length).toBe(2);
+    await fireEvent.click(screen.getByTestId('review-unfold-all'));
+    expect(screen.queryAllByTestId('review-fold')).toHaveLength(0);
+    expect(screen.getByTestId('review-prompt').textContent).toBe(prompt);
+  });
+
   it('orders and searches the list, the current pair staying current; labelling keeps it current', async () => {
     const en = { language: 'en', length_class: 'short', position: 'begin', task_type: 'literal', answer_kind: 'present' } as const;
     ipcMock.reviewQueue.mockResolvedValue(
