@@ -194,6 +194,33 @@ async fn exported_items_run_by_lm_eval_pair_by_fixture_item_under_kv_gates_valid
         }
     }
     assert_eq!((overall(&analysis).1, overall(&analysis).2), expected_flips);
+    // The reviewer reads each pair's prompt as lm-eval sent it (its chat messages) and its target.
+    let queue = app
+        .review_queue(
+            sid,
+            kvgate_app::review::ReviewFilter {
+                agreeing_sample: 6,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(queue.pairs.len(), 6);
+    for f in files(&recorded("f16"), "samples_") {
+        for line in std::fs::read_to_string(f).unwrap().lines() {
+            let row: Value = serde_json::from_str(line).unwrap();
+            let item = row["doc"]["kvgate_item"].as_str().unwrap();
+            let pair = queue.pairs.iter().find(|p| p.item_id == item).unwrap();
+            let h = pair
+                .harness
+                .as_ref()
+                .expect("the harness's prompt and target");
+            let user = row["doc"]["user"].as_str().unwrap();
+            assert!(h.prompt.starts_with("system:\n"), "{item}: {}", h.prompt);
+            assert!(h.prompt.ends_with(&format!("user:\n{user}")), "{item}");
+            assert_eq!(h.target, row["target"].as_str().unwrap(), "{item}");
+        }
+    }
 }
 
 #[tokio::test]

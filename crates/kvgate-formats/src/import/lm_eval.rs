@@ -339,8 +339,9 @@ pub fn parse(
             },
             expected,
             filtered,
+            // `arg_0` as read above (a chat-messages list arrives as JSON text, maybe in a list).
             reference: HarnessReference::from_values(
-                args.get("arg_0").unwrap_or(&Value::Null),
+                &Value::String(prompt.clone()),
                 field("target"),
             ),
         });
