@@ -7,9 +7,8 @@
 use std::path::{Path, PathBuf};
 
 use kvgate_app::imports::ImportInput;
-use kvgate_app::{App, DbLocation};
+use kvgate_app::App;
 use kvgate_core::pairing::UnpairedReason;
-use kvgate_core::study::NewStudy;
 use kvgate_core::validator::ReasonCode;
 use kvgate_formats::import::ImportFormat;
 use serde_json::Value;
@@ -38,35 +37,15 @@ fn files(dir: &Path, prefix: &str) -> Vec<PathBuf> {
 /// B0 and Q8 frozen, `policy_json` locked.
 async fn study(policy_json: &str) -> (tempfile::TempDir, App, i64) {
     let dir = tempfile::tempdir().unwrap();
-    let app = App::open(DbLocation::Path(dir.path().join("ws.sqlite")))
-        .await
-        .unwrap();
-    let study = app
-        .create_study(NewStudy {
-            name: "harness".into(),
-            description: String::new(),
-        })
-        .await
-        .unwrap();
-    for file in ["smollm2-135m-cpu-b0.json", "smollm2-135m-cpu-q8.json"] {
-        let text = std::fs::read_to_string(repo(&format!("fixtures/manifests/{file}"))).unwrap();
-        let draft = app.save_manifest_draft(study.id, &text).await.unwrap();
-        let digest = kvgate_core::manifest::Manifest::from_json(&text)
-            .unwrap()
-            .digest()
-            .unwrap();
-        app.freeze_manifest(study.id, &draft.cell, &digest)
-            .await
-            .unwrap();
-    }
+    let (app, sid) = crate::study_with_demo_runs(&dir).await;
     app.lock_policy(kvgate_app::analysis::LockPolicyInput {
-        study_id: study.id,
+        study_id: sid,
         policy_json: policy_json.to_owned(),
         locked_by: "owner".into(),
     })
     .await
     .unwrap();
-    (dir, app, study.id)
+    (dir, app, sid)
 }
 
 fn demo_policy() -> String {
