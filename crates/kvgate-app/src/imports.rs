@@ -1155,18 +1155,13 @@ impl App {
                 // A harness row of another filter than the deciding one is not stored.
                 requests: {
                     // A harness run has one reference per request; other runs none.
-                    let mut references = run.harness.iter().map(|h| {
-                        Some(kvgate_store::HarnessReference {
-                            prompt: h.reference.prompt.clone(),
-                            target: h.reference.target.clone(),
-                        })
-                    });
+                    let mut references = run.harness.iter().map(|h| h.reference.clone());
                     std::mem::take(&mut run.requests)
                         .into_iter()
                         .zip(unmeasured)
                         .zip(verdicts)
                         .filter_map(|((record, warmup), verdict)| {
-                            let reference = references.next().flatten();
+                            let reference = references.next();
                             verdict.map(|verdict| ImportedRequest {
                                 record,
                                 warmup,

@@ -114,24 +114,35 @@ macro_rules! columns {
     };
 }
 
-/// The `run_requests` columns written per request, in bind order.
+/// The `run_requests` columns a [`StoredRequest`] is read from (`request_from_row`), and the
+/// first ones written per request, in bind order.
 macro_rules! request_columns {
     () => {
         "warmup, idx, repeat, item_id, status, planned_arrival_ms, dispatch_ms, client_delay_ms, \
          first_token_ms, finish_ms, http_status, prompt_tokens, completion_tokens, \
          cached_prompt_tokens, finish_reason, error, output_text, chunk_times_json, \
-         engine_timings_json, verdict_accepted, verdict_reasons_json, verdict_json, prompt_sha256, \
-         engine_itl_ms, harness_prompt, harness_target"
+         engine_timings_json, verdict_accepted, verdict_reasons_json, verdict_json, prompt_sha256"
     };
 }
 
-/// `INSERT INTO run_requests` of `rows` requests: `run_id` and the `request_columns!()` each.
+/// Every column written per request, in bind order: the read ones, then those derived for the
+/// analysis's index and a harness row's prompt and target (read by their own queries only).
+macro_rules! written_request_columns {
+    () => {
+        concat!(
+            request_columns!(),
+            ", engine_itl_ms, harness_prompt, harness_target"
+        )
+    };
+}
+
+/// `INSERT INTO run_requests` of `rows` requests: `run_id` and the written columns each.
 fn insert_requests_sql(rows: usize) -> String {
-    let per_row = 1 + request_columns!().split(',').count();
+    let per_row = 1 + written_request_columns!().split(',').count();
     let one = format!("({})", vec!["?"; per_row].join(", "));
     format!(
         "INSERT INTO run_requests (run_id, {}) VALUES {}",
-        request_columns!(),
+        written_request_columns!(),
         vec![one; rows].join(", ")
     )
 }
@@ -378,13 +389,7 @@ pub trait RequestRowSource {
     }
 }
 
-/// What an evaluation harness sent for an item and the target it scored against, kept with the
-/// imported row for the reviewer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HarnessReference {
-    pub prompt: String,
-    pub target: String,
-}
+pub use kvgate_formats::import::HarnessReference;
 
 impl RequestRowSource for StoredRequest {
     fn record(&self) -> &RequestRecord {
@@ -1195,7 +1200,7 @@ mod tests {
 
     #[test]
     fn insert_statements_have_one_placeholder_per_bound_value() {
-        let columns = request_columns!().split(',').count() + 1;
+        let columns = written_request_columns!().split(',').count() + 1;
         assert_eq!(columns, 27);
         assert_eq!(INSERT_REQUEST.matches('?').count(), columns);
         assert_eq!(
