@@ -344,15 +344,7 @@ async fn the_analysis_is_kept_until_anything_it_read_changes() {
     .unwrap()
     .replace("\"cell\": \"Q8\"", "\"cell\": \"Q8-again\"")
     .replace("\"smollm2-135m-cpu-q8\"", "\"smollm2-135m-cpu-q8-again\"");
-    let draft = app.save_manifest_draft(sid, &c1).await.unwrap();
-    assert_eq!(draft.cell, "Q8-again");
-    let digest = kvgate_core::manifest::Manifest::from_json(&c1)
-        .unwrap()
-        .digest()
-        .unwrap();
-    app.freeze_manifest(sid, &draft.cell, &digest)
-        .await
-        .unwrap();
+    assert_eq!(crate::freeze_text(&app, sid, &c1).await, "Q8-again");
     let three_cells = app.analyze(sid).await.unwrap();
     assert_eq!(app.analyses_computed(), 4);
     assert_eq!(three_cells.body.cells.len(), relocked.body.cells.len() + 1);

@@ -58,16 +58,22 @@ pub async fn study_with_cells(dir: &tempfile::TempDir, manifests: &[&str]) -> (A
         .unwrap();
     for file in manifests {
         let text = std::fs::read_to_string(format!("{ROOT}fixtures/manifests/{file}")).unwrap();
-        let draft = app.save_manifest_draft(study.id, &text).await.unwrap();
-        let digest = kvgate_core::manifest::Manifest::from_json(&text)
-            .unwrap()
-            .digest()
-            .unwrap();
-        app.freeze_manifest(study.id, &draft.cell, &digest)
-            .await
-            .unwrap();
+        freeze_text(&app, study.id, &text).await;
     }
     (app, study.id)
+}
+
+/// Saves a manifest text as a draft and freezes it under its own digest; returns its cell.
+pub async fn freeze_text(app: &App, study_id: i64, text: &str) -> String {
+    let draft = app.save_manifest_draft(study_id, text).await.unwrap();
+    let digest = kvgate_core::manifest::Manifest::from_json(text)
+        .unwrap()
+        .digest()
+        .unwrap();
+    app.freeze_manifest(study_id, &draft.cell, &digest)
+        .await
+        .unwrap();
+    draft.cell
 }
 
 /// A study with the CPU cells B0 and Q8 frozen.

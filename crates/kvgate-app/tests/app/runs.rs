@@ -323,14 +323,7 @@ async fn an_item_too_long_for_the_cells_context_is_refused_before_anything_is_se
     let text = std::fs::read_to_string(path("fixtures/manifests/smollm2-135m-cpu-b0.json"))
         .unwrap()
         .replace("\"context_limit\": 2048", "\"context_limit\": 1500");
-    let draft = app.save_manifest_draft(study.id, &text).await.unwrap();
-    let digest = kvgate_core::manifest::Manifest::from_json(&text)
-        .unwrap()
-        .digest()
-        .unwrap();
-    app.freeze_manifest(study.id, &draft.cell, &digest)
-        .await
-        .unwrap();
+    crate::freeze_text(&app, study.id, &text).await;
     let server = answer_server::start(HashMap::new()).await;
     let corpus = open_corpus(std::path::Path::new(&path("fixtures/demo/corpus"))).unwrap();
     // Long items of the demo corpus: more than 1,500 − 256 tokens each.
