@@ -199,7 +199,7 @@ impl App {
                 continue;
             }
             let corpus = corpus_of(&run.config_json);
-            let mut references = self.store.harness_references(run.id).await?;
+            let references = self.store.harness_references(run.id).await?;
             let per_item = out.entry(run.cell.clone()).or_default();
             for s in self.store.run_requests(run.id).await? {
                 if s.warmup {
@@ -211,7 +211,7 @@ impl App {
                     continue;
                 };
                 if per_item.get(&item).is_none_or(|j| key < j.key) {
-                    let reference = references.remove(&item);
+                    let reference = references.get(&item).cloned();
                     per_item.insert(
                         item,
                         Judged {
