@@ -11,25 +11,7 @@ cd "$(dirname "$0")/../.." || exit 1
 source tests/tools/lib.sh
 
 KVGATE_BIN=${KVGATE_BIN:-target/debug/kvgate}
-dir=${TOOLS_LIVE_DIR:-$(mktemp -d -t kvgate-aiperf-live.XXXXXX)}
-mkdir -p "$dir"
-dir=$(cd "$dir" && pwd)
-
-passed=0 failed=0
-ok() { passed=$((passed + 1)); printf 'ok - %s\n' "$*"; }
-fail() { failed=$((failed + 1)); printf 'not ok - %s\n' "$*"; }
-check() { local name=$1; shift; if "$@"; then ok "$name"; else fail "$name"; fi; }
-finish() {
-  local ms=$(($(kvt_ms) - t_start))
-  printf '  aiperf-live took %d.%03d s end to end\n' $((ms / 1000)) $((ms % 1000))
-  echo "$passed passed, $failed failed"
-  if [ "$failed" -eq 0 ] && [ -z "${TOOLS_LIVE_DIR:-}" ]; then rm -rf "$dir"; else echo "aiperf-live: files in $dir"; fi
-  [ "$failed" -eq 0 ]
-  exit
-}
-trap 'kvt_stop_all' EXIT
-trap 'exit 130' INT TERM
-t_start=$(kvt_ms)
+kvt_suite aiperf-live
 
 check "llm-setup (llama.cpp server and model)" scripts/llm-setup.sh
 check "tools-setup aiperf (aiperf==0.13.0 in .tools/aiperf)" scripts/tools-setup.sh aiperf

@@ -16,26 +16,8 @@ source tests/tools/lib.sh
 
 KVGATE_BIN=${KVGATE_BIN:-target/debug/kvgate}
 case $KVGATE_BIN in /*) ;; */*) KVGATE_BIN=$PWD/$KVGATE_BIN ;; esac
-dir=${TOOLS_LIVE_DIR:-$(mktemp -d -t kvgate-harness-live.XXXXXX)}
-mkdir -p "$dir"
-dir=$(cd "$dir" && pwd)
+kvt_suite harness-live
 ITEMS=${ITEMS:-6}
-
-passed=0 failed=0
-ok() { passed=$((passed + 1)); printf 'ok - %s\n' "$*"; }
-fail() { failed=$((failed + 1)); printf 'not ok - %s\n' "$*"; }
-check() { local name=$1; shift; if "$@"; then ok "$name"; else fail "$name"; fi; }
-finish() {
-  local ms=$(($(kvt_ms) - t_start))
-  printf '  harness-live took %d.%03d s end to end\n' $((ms / 1000)) $((ms % 1000))
-  echo "$passed passed, $failed failed"
-  if [ "$failed" -eq 0 ] && [ -z "${TOOLS_LIVE_DIR:-}" ]; then rm -rf "$dir"; else echo "harness-live: files in $dir"; fi
-  [ "$failed" -eq 0 ]
-  exit
-}
-trap 'kvt_stop_all' EXIT
-trap 'exit 130' INT TERM
-t_start=$(kvt_ms)
 
 check "llm-setup (llama.cpp server and model)" scripts/llm-setup.sh
 check "tools-setup lm-eval (lm-eval[api]==0.4.13 in .tools/lm-eval)" scripts/tools-setup.sh lm-eval

@@ -82,3 +82,29 @@ kvt_stop_all() {
 }
 
 kvt_ms() { local t=${EPOCHREALTIME/[.,]/}; echo $((t / 1000)); }
+
+# kvt_suite NAME: a live check's bookkeeping. Sets $dir (an absolute work folder: $TOOLS_LIVE_DIR,
+# else a temp dir removed on success), the pass/fail counters behind `ok`, `fail` and
+# `check NAME COMMAND...`, and `finish`, which prints how long the check took and
+# "N passed, N failed" and exits with its verdict. Every server started is stopped by PID on exit.
+kvt_suite() {
+  kvt_suite_name=$1
+  dir=${TOOLS_LIVE_DIR:-$(mktemp -d -t "kvgate-$1.XXXXXX")}
+  mkdir -p "$dir"
+  dir=$(cd "$dir" && pwd)
+  passed=0 failed=0
+  trap 'kvt_stop_all' EXIT
+  trap 'exit 130' INT TERM
+  t_start=$(kvt_ms)
+}
+ok() { passed=$((passed + 1)); printf 'ok - %s\n' "$*"; }
+fail() { failed=$((failed + 1)); printf 'not ok - %s\n' "$*"; }
+check() { local name=$1; shift; if "$@"; then ok "$name"; else fail "$name"; fi; }
+finish() {
+  local ms=$(($(kvt_ms) - t_start))
+  printf '  %s took %d.%03d s end to end\n' "$kvt_suite_name" $((ms / 1000)) $((ms % 1000))
+  echo "$passed passed, $failed failed"
+  if [ "$failed" -eq 0 ] && [ -z "${TOOLS_LIVE_DIR:-}" ]; then rm -rf "$dir"; else echo "$kvt_suite_name: files in $dir"; fi
+  [ "$failed" -eq 0 ]
+  exit
+}
