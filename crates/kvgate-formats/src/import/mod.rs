@@ -903,11 +903,22 @@ pub const UNKNOWN_POINT: &str =
 /// rate, no strategy, no load settings), that it lands on an unknown point: never a guessed rate.
 /// Runs of aggregates only never enter goodput, so their point is not asked for.
 pub fn note_unknown_points(import: &mut ParsedImport, file: &str) {
+    let rows: Vec<u64> = import
+        .runs
+        .iter()
+        .map(|r| r.requests.len() as u64)
+        .collect();
+    note_unknown_points_of(import, file, &rows);
+}
+
+/// [`note_unknown_points`] for runs whose rows are read later: `rows[i]` request rows in run `i`.
+pub fn note_unknown_points_of(import: &mut ParsedImport, file: &str, rows: &[u64]) {
     let many = import.runs.len() > 1;
     let mut notes = Vec::new();
     for (i, run) in import.runs.iter().enumerate() {
+        let n = rows.get(i).copied().unwrap_or(0);
         // A harness run measures quality, not load: it has no operating point to miss.
-        if run.requests.is_empty() || !run.harness.is_empty() {
+        if n == 0 || !run.harness.is_empty() {
             continue;
         }
         let point = kvgate_core::operating_point::imported_point(&run.config);
@@ -931,7 +942,7 @@ pub fn note_unknown_points(import: &mut ParsedImport, file: &str) {
         notes.push(ImportWarning::new(
             at,
             format!("{file}, {}: {UNKNOWN_POINT}{hint}", run.label),
-            run.requests.len() as u64,
+            n,
         ));
     }
     import.warnings.extend(notes);

@@ -31,6 +31,8 @@ use kvgate_core::run::{RequestRecord, RequestStatus};
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
+pub mod stream;
+
 use super::pyjson::PyJsonReader;
 use super::ImportFormat;
 use super::{plain_found, strip_location};
@@ -502,20 +504,75 @@ fn statistic(key: &str) -> Option<(String, String)> {
     known.then(|| (metric.to_owned(), stat.to_owned()))
 }
 
-fn to_run(
-    source: &Source,
-    doc: Document,
-    position: Option<usize>,
-    warnings: &mut Vec<ImportWarning>,
-) -> Result<ParsedRun, ImportError> {
-    let Document {
-        columns,
-        mut header,
-    } = doc;
-    let at = |path: &str| match position {
+/// The per-request columns in the order they are checked for alignment.
+pub(super) const COLUMN_NAMES: [&str; 9] = [
+    "input_lens",
+    "output_lens",
+    "ttfts",
+    "itls",
+    "latencies",
+    "start_times",
+    "queue_times",
+    "generated_texts",
+    "errors",
+];
+
+impl Columns {
+    /// `(column, entries)` of each column present, in [`COLUMN_NAMES`] order.
+    fn lengths(&self) -> Vec<(&'static str, usize)> {
+        [
+            self.input_lens.as_ref().map(Vec::len),
+            self.output_lens.as_ref().map(Vec::len),
+            self.ttfts.as_ref().map(Vec::len),
+            self.itls.as_ref().map(Gaps::len),
+            self.latencies.as_ref().map(Vec::len),
+            self.start_times.as_ref().map(Vec::len),
+            self.queue_times.as_ref().map(Vec::len),
+            self.generated_texts.as_ref().map(Vec::len),
+            self.errors.as_ref().map(Vec::len),
+        ]
+        .into_iter()
+        .zip(COLUMN_NAMES)
+        .filter_map(|(n, k)| n.map(|n| (k, n)))
+        .collect()
+    }
+}
+
+/// The path of a key of result `position` (`None`: the file's only result).
+fn path_at(position: Option<usize>, path: &str) -> String {
+    match position {
         Some(n) => format!("result {}: $.{path}", n + 1),
         None => format!("$.{path}"),
-    };
+    }
+}
+
+/// What a result's header and the lengths of its columns decide before any row is read: the run
+/// (label, configuration, aggregates, clock), its number of rows and which columns it has.
+pub(super) struct RunPlan {
+    pub(super) run: ParsedRun,
+    /// Rows to read; 0 for a run of aggregates only.
+    pub(super) rows: usize,
+    /// Present per-request columns.
+    pub(super) present: Vec<&'static str>,
+}
+
+impl RunPlan {
+    /// Whether rows are read: per-request timing on a clock, or unclocked timings.
+    pub(super) fn reads_rows(&self) -> bool {
+        self.run.granularity == Granularity::PerRequest
+    }
+}
+
+/// Plans one result from its header (every key but the per-request columns) and the lengths of
+/// the columns it holds (`lengths` in [`COLUMN_NAMES`] order).
+pub(super) fn plan_run(
+    source: &Source,
+    mut header: BTreeMap<String, Value>,
+    lengths: &[(&'static str, usize)],
+    position: Option<usize>,
+    warnings: &mut Vec<ImportWarning>,
+) -> Result<RunPlan, ImportError> {
+    let at = |path: &str| path_at(position, path);
     // The older key with a colon means the same thing.
     if let Some(old) = header.remove("request_goodput:") {
         if header.contains_key("request_goodput") {
@@ -606,23 +663,6 @@ fn to_run(
         super::check_duration(source, || at("duration"), d)?;
     }
 
-    let lengths: Vec<(&str, usize)> = [
-        ("input_lens", columns.input_lens.as_ref().map(Vec::len)),
-        ("output_lens", columns.output_lens.as_ref().map(Vec::len)),
-        ("ttfts", columns.ttfts.as_ref().map(Vec::len)),
-        ("itls", columns.itls.as_ref().map(Gaps::len)),
-        ("latencies", columns.latencies.as_ref().map(Vec::len)),
-        ("start_times", columns.start_times.as_ref().map(Vec::len)),
-        ("queue_times", columns.queue_times.as_ref().map(Vec::len)),
-        (
-            "generated_texts",
-            columns.generated_texts.as_ref().map(Vec::len),
-        ),
-        ("errors", columns.errors.as_ref().map(Vec::len)),
-    ]
-    .into_iter()
-    .filter_map(|(k, n)| n.map(|n| (k, n)))
-    .collect();
     if let Some(&(first, n)) = lengths.first() {
         if let Some(&(other, m)) = lengths.iter().find(|(_, m)| *m != n) {
             return Err(source.at(
@@ -634,15 +674,17 @@ fn to_run(
         }
     }
     let n = lengths.first().map(|(_, n)| *n).unwrap_or(0);
+    let present: Vec<&'static str> = lengths.iter().map(|(k, _)| *k).collect();
+    let has = |column: &str| present.contains(&column);
 
     let mut config = Value::Object(header.into_iter().collect());
     if let Value::Object(map) = &mut config {
         map.insert(
             "kvgate_columns".to_owned(),
             Value::Array(
-                lengths
+                present
                     .iter()
-                    .map(|(k, _)| Value::String((*k).to_owned()))
+                    .map(|k| Value::String((*k).to_owned()))
                     .collect(),
             ),
         );
@@ -666,8 +708,8 @@ fn to_run(
         ));
     }
 
-    let per_request = columns.ttfts.is_some() || columns.latencies.is_some();
-    let unclocked = columns.start_times.is_none();
+    let per_request = has("ttfts") || has("latencies");
+    let unclocked = !has("start_times");
     if unclocked && !(per_request && n > 0) {
         run.granularity = Granularity::Aggregate;
         run.config = config;
@@ -680,35 +722,54 @@ fn to_run(
                 n as u64,
             ));
         }
-        return Ok(run);
+        return Ok(RunPlan {
+            run,
+            rows: 0,
+            present,
+        });
     }
-    let start_times = match columns.start_times {
-        Some(times) => times,
-        None => {
-            // Per-request arrays without a clock (no `--save-detailed`, or benchmark_serving.py
-            // before `start_times`): each row's timings are relative to its own send, so they
-            // feed percentiles and pairs, but arrivals are unknown and goodput is not computed.
-            run.clocked = false;
-            warnings.push(ImportWarning::new(
-                at("start_times"),
-                format!(
-                    "no `start_times`: the {n} requests are stored unclocked (each timed from its own send, at 0 ms): they feed latency percentiles and pairs, never goodput, which needs arrival times"
-                ),
-                n as u64,
-            ));
-            vec![Some(0.0); n]
-        }
-    };
+    if n > u32::MAX as usize {
+        return Err(source.at(
+            at("start_times"),
+            None,
+            "at most 4294967295 requests",
+            n.to_string(),
+        ));
+    }
+    if unclocked {
+        // Per-request arrays without a clock (no `--save-detailed`, or benchmark_serving.py
+        // before `start_times`): each row's timings are relative to its own send, so they
+        // feed percentiles and pairs, but arrivals are unknown and goodput is not computed.
+        run.clocked = false;
+        warnings.push(ImportWarning::new(
+            at("start_times"),
+            format!(
+                "no `start_times`: the {n} requests are stored unclocked (each timed from its own send, at 0 ms): they feed latency percentiles and pairs, never goodput, which needs arrival times"
+            ),
+            n as u64,
+        ));
+    }
     run.config = config;
+    Ok(RunPlan {
+        run,
+        rows: n,
+        present,
+    })
+}
 
-    // The run clock's zero: the earliest send.
+/// The run clock's zero: the earliest send. Every send time must be a number.
+pub(super) fn earliest_send(
+    source: &Source,
+    position: Option<usize>,
+    start_times: impl IntoIterator<Item = Result<Option<f64>, ImportError>>,
+) -> Result<f64, ImportError> {
     let mut zero = f64::INFINITY;
-    for (i, s) in start_times.iter().enumerate() {
-        match s {
-            Some(s) if s.is_finite() => zero = zero.min(*s),
+    for (i, s) in start_times.into_iter().enumerate() {
+        match s? {
+            Some(s) if s.is_finite() => zero = zero.min(s),
             _ => {
                 return Err(source.at(
-                    at(&format!("start_times[{i}]")),
+                    path_at(position, &format!("start_times[{i}]")),
                     Some("start_times"),
                     "a number (perf_counter seconds)",
                     "null or NaN",
@@ -716,18 +777,69 @@ fn to_run(
             }
         }
     }
-    let column = |c: &Option<Vec<Option<f64>>>, i: usize| c.as_ref().and_then(|v| v[i]);
-    let mut failed_placeholders = 0u64;
-    let mut absent_values = 0u64;
-    let mut requests = Vec::with_capacity(n);
-    let mut texts = columns.generated_texts.map(Vec::into_iter);
-    let mut errors = columns.errors.map(Vec::into_iter);
-    for (i, start) in start_times.into_iter().enumerate() {
-        let start_ms = (start.unwrap_or(zero) - zero) * 1000.0;
-        let error = errors.as_mut().and_then(Iterator::next).flatten();
+    Ok(zero)
+}
+
+/// One request's values, one from each column (absent where the column is).
+#[derive(Default)]
+pub(super) struct RowValues {
+    pub(super) start: Option<f64>,
+    pub(super) queue: Option<f64>,
+    pub(super) ttft: Option<f64>,
+    pub(super) latency: Option<f64>,
+    pub(super) input_len: Option<f64>,
+    pub(super) output_len: Option<f64>,
+    pub(super) text: Option<String>,
+    pub(super) error: Option<String>,
+}
+
+/// How each row of a planned run becomes a request record, counting what the run's warnings say.
+pub(super) struct RowRules {
+    source: Source,
+    position: Option<usize>,
+    zero: f64,
+    has_ttfts: bool,
+    has_latencies: bool,
+    failed_placeholders: u64,
+    absent_values: u64,
+    failed: usize,
+    rows: usize,
+}
+
+impl RowRules {
+    pub(super) fn new(
+        source: Source,
+        position: Option<usize>,
+        present: &[&str],
+        zero: f64,
+    ) -> RowRules {
+        RowRules {
+            source,
+            position,
+            zero,
+            has_ttfts: present.contains(&"ttfts"),
+            has_latencies: present.contains(&"latencies"),
+            failed_placeholders: 0,
+            absent_values: 0,
+            failed: 0,
+            rows: 0,
+        }
+    }
+
+    /// Request `i`: its values and its inter-token gaps (NaN where the file has `null`).
+    pub(super) fn row(
+        &mut self,
+        i: usize,
+        v: RowValues,
+        gaps: &[f64],
+    ) -> Result<RequestRecord, ImportError> {
+        let source = &self.source;
+        let position = self.position;
+        let at = |path: &str| path_at(position, path);
+        let start_ms = (v.start.unwrap_or(self.zero) - self.zero) * 1000.0;
+        let error = v.error;
         let ok = error.as_deref().is_none_or(str::is_empty);
-        let text = texts.as_mut().and_then(Iterator::next).flatten();
-        let gaps = columns.itls.as_ref().map_or(&[][..], |g| g.get(i));
+        let text = v.text;
         let duration_ms = |name: &str, v: Option<f64>| -> Result<Option<f64>, ImportError> {
             match v {
                 None => Ok(None),
@@ -740,9 +852,9 @@ fn to_run(
                 )),
             }
         };
-        let queue = duration_ms("queue_times", column(&columns.queue_times, i))?;
-        let ttft = duration_ms("ttfts", column(&columns.ttfts, i))?;
-        let latency = duration_ms("latencies", column(&columns.latencies, i))?;
+        let queue = duration_ms("queue_times", v.queue)?;
+        let ttft = duration_ms("ttfts", v.ttft)?;
+        let latency = duration_ms("latencies", v.latency)?;
         let tokens = |name: &str, v: Option<f64>| -> Result<Option<u64>, ImportError> {
             match v {
                 None => Ok(None),
@@ -755,8 +867,8 @@ fn to_run(
                 )),
             }
         };
-        let prompt_tokens = tokens("input_lens", column(&columns.input_lens, i))?;
-        let output_tokens = tokens("output_lens", column(&columns.output_lens, i))?;
+        let prompt_tokens = tokens("input_lens", v.input_len)?;
+        let output_tokens = tokens("output_lens", v.output_len)?;
         if let (Some(t), Some(l)) = (ttft, latency) {
             if ok && t > l {
                 return Err(source.at(
@@ -770,12 +882,10 @@ fn to_run(
                 ));
             }
         }
+        self.rows += 1;
         let record = if ok {
-            let has = |c: &Option<Vec<Option<f64>>>| c.is_some();
-            if (has(&columns.ttfts) && ttft.is_none())
-                || (has(&columns.latencies) && latency.is_none())
-            {
-                absent_values += 1;
+            if (self.has_ttfts && ttft.is_none()) || (self.has_latencies && latency.is_none()) {
+                self.absent_values += 1;
             }
             let first_token_ms = ttft.map(|t| start_ms + t);
             let mut chunk_times_ms = Vec::with_capacity(gaps.len() + 1);
@@ -823,8 +933,9 @@ fn to_run(
                 engine_timings: None,
             }
         } else {
+            self.failed += 1;
             if ttft.is_some_and(|t| t == 0.0) || latency.is_some_and(|l| l == 0.0) {
-                failed_placeholders += 1;
+                self.failed_placeholders += 1;
             }
             RequestRecord {
                 index: i as u32,
@@ -847,62 +958,106 @@ fn to_run(
                 engine_timings: None,
             }
         };
-        requests.push(record);
+        Ok(record)
     }
-    if n > u32::MAX as usize {
-        return Err(source.at(
-            at("start_times"),
-            None,
-            "at most 4294967295 requests",
-            n.to_string(),
-        ));
+
+    /// Failed requests so far.
+    pub(super) fn failed(&self) -> usize {
+        self.failed
     }
-    if failed_placeholders > 0 {
-        warnings.push(ImportWarning::new(
-            at("errors"),
-            format!("{failed_placeholders} failed request(s): vLLM's 0 placeholders for their TTFT, latency and output length are not measurements and are stored absent"),
-            failed_placeholders,
-        ));
-    }
-    if absent_values > 0 {
-        warnings.push(ImportWarning::new(
-            at("ttfts"),
-            format!("{absent_values} successful request(s) without a TTFT or latency value (null/NaN): stored absent"),
-            absent_values,
-        ));
-    }
-    if columns.latencies.is_none() {
-        warnings.push(ImportWarning::new(
-            at("latencies"),
-            "no `latencies`: end-to-end latency and finish time absent (the last chunk's arrival \
-             is not the end of the response)",
-            n as u64,
-        ));
-    }
-    if columns.queue_times.is_none() {
-        warnings.push(ImportWarning::new(
-            at("queue_times"),
-            "no `queue_times`: planned arrival taken as the send time; client delay absent",
-            n as u64,
-        ));
-    }
-    let failed = requests
-        .iter()
-        .filter(|r| r.status != RequestStatus::Ok)
-        .count();
-    for (key, count) in [("completed", n - failed), ("failed", failed)] {
-        if let Some(reported) = run.config.get(key).and_then(Value::as_u64) {
-            if reported != count as u64 {
-                warnings.push(ImportWarning::new(
-                    at(key),
-                    format!("the file says {key} = {reported}; its per-request rows give {count}: the rows are stored as they are"),
-                    0,
-                ));
+
+    /// The warnings of the run's rows, once all were read.
+    pub(super) fn finish(
+        self,
+        present: &[&str],
+        config: &Value,
+        warnings: &mut Vec<ImportWarning>,
+    ) {
+        let at = |path: &str| path_at(self.position, path);
+        let n = self.rows;
+        if self.failed_placeholders > 0 {
+            warnings.push(ImportWarning::new(
+                at("errors"),
+                format!("{} failed request(s): vLLM's 0 placeholders for their TTFT, latency and output length are not measurements and are stored absent", self.failed_placeholders),
+                self.failed_placeholders,
+            ));
+        }
+        if self.absent_values > 0 {
+            warnings.push(ImportWarning::new(
+                at("ttfts"),
+                format!("{} successful request(s) without a TTFT or latency value (null/NaN): stored absent", self.absent_values),
+                self.absent_values,
+            ));
+        }
+        if !present.contains(&"latencies") {
+            warnings.push(ImportWarning::new(
+                at("latencies"),
+                "no `latencies`: end-to-end latency and finish time absent (the last chunk's arrival \
+                 is not the end of the response)",
+                n as u64,
+            ));
+        }
+        if !present.contains(&"queue_times") {
+            warnings.push(ImportWarning::new(
+                at("queue_times"),
+                "no `queue_times`: planned arrival taken as the send time; client delay absent",
+                n as u64,
+            ));
+        }
+        let failed = self.failed;
+        for (key, count) in [("completed", n - failed), ("failed", failed)] {
+            if let Some(reported) = config.get(key).and_then(Value::as_u64) {
+                if reported != count as u64 {
+                    warnings.push(ImportWarning::new(
+                        at(key),
+                        format!("the file says {key} = {reported}; its per-request rows give {count}: the rows are stored as they are"),
+                        0,
+                    ));
+                }
             }
         }
     }
-    run.requests = requests;
-    Ok(run)
+}
+
+fn to_run(
+    source: &Source,
+    doc: Document,
+    position: Option<usize>,
+    warnings: &mut Vec<ImportWarning>,
+) -> Result<ParsedRun, ImportError> {
+    let Document { columns, header } = doc;
+    let mut plan = plan_run(source, header, &columns.lengths(), position, warnings)?;
+    if !plan.reads_rows() {
+        return Ok(plan.run);
+    }
+    let n = plan.rows;
+    let zero = match &columns.start_times {
+        Some(times) => earliest_send(source, position, times.iter().map(|t| Ok(*t)))?,
+        None => 0.0,
+    };
+    let column = |c: &Option<Vec<Option<f64>>>, i: usize| c.as_ref().and_then(|v| v[i]);
+    let mut rules = RowRules::new(source.clone(), position, &plan.present, zero);
+    let mut requests = Vec::with_capacity(n);
+    let mut texts = columns.generated_texts.map(Vec::into_iter);
+    let mut errors = columns.errors.map(Vec::into_iter);
+    for i in 0..n {
+        let values = RowValues {
+            // Unclocked rows are each timed from their own send, at 0.
+            start: Some(column(&columns.start_times, i).unwrap_or(0.0)),
+            queue: column(&columns.queue_times, i),
+            ttft: column(&columns.ttfts, i),
+            latency: column(&columns.latencies, i),
+            input_len: column(&columns.input_lens, i),
+            output_len: column(&columns.output_lens, i),
+            text: texts.as_mut().and_then(Iterator::next).flatten(),
+            error: errors.as_mut().and_then(Iterator::next).flatten(),
+        };
+        let gaps = columns.itls.as_ref().map_or(&[][..], |g| g.get(i));
+        requests.push(rules.row(i, values, gaps)?);
+    }
+    rules.finish(&plan.present, &plan.run.config, warnings);
+    plan.run.requests = requests;
+    Ok(plan.run)
 }
 
 #[cfg(test)]
