@@ -54,6 +54,9 @@ pub enum StoreError {
     },
     #[error("cancelled: nothing of it was stored")]
     Cancelled,
+    /// The rows of a streamed import stopped coming before all were read; the source names why.
+    #[error("the source stopped before all its rows were read: nothing of it was stored")]
+    SourceStopped,
     #[error("database error: {0}")]
     Sqlx(#[from] sqlx::Error),
     /// An error SQLite reported on a statement stepped directly.

@@ -150,12 +150,17 @@ async fn write_aggregates(
     Ok(())
 }
 
-async fn write_import<R: RequestRowSource + Sync>(
+/// A run's request rows as they are read: how many there are, and the batches.
+pub struct StreamedRows<R> {
+    pub rows: u64,
+    pub batches: tokio::sync::mpsc::Receiver<Vec<R>>,
+}
+
+/// Refuses a second import of the same file into the study.
+async fn refuse_same_file(
     tx: &mut Transaction<'static, Sqlite>,
     import: &NewImport,
-    runs: &[ImportedRun<R>],
-    keep_going: &(dyn Fn(u64) -> bool + Send + Sync),
-) -> Result<(ImportRecord, Vec<RunRecord>), StoreError> {
+) -> Result<(), StoreError> {
     let existing: Option<(i64, String, String)> = sqlx::query_as(
         "SELECT i.id, m.cell, i.imported_at FROM imports i JOIN manifests m ON m.id = i.manifest_id \
          WHERE i.study_id = ? AND i.source_sha256 = ?",
@@ -164,22 +169,42 @@ async fn write_import<R: RequestRowSource + Sync>(
     .bind(&import.source_sha256)
     .fetch_optional(&mut **tx)
     .await?;
-    if let Some((id, cell, at)) = existing {
-        return Err(StoreError::Conflict {
+    match existing {
+        Some((id, cell, at)) => Err(StoreError::Conflict {
             entity: "import",
             field: "source sha256",
             value: format!(
                 "{} (already imported as import {id} into cell {cell} at {at})",
                 import.source_sha256
             ),
-        });
+        }),
+        None => Ok(()),
     }
-    let count = |f: fn(&ImportedRun<R>) -> usize| runs.iter().map(f).sum::<usize>() as i64;
-    let sql = "INSERT INTO imports (study_id, manifest_id, format, parser_version, tool, \
+}
+
+/// Counts of what an import wrote, for its row.
+struct Written {
+    runs: i64,
+    requests: i64,
+    aggregates: i64,
+    scrapes: i64,
+    evidence: i64,
+}
+
+/// Writes the import row (with `id` when given, else the next one): `id`.
+async fn insert_import_row(
+    tx: &mut Transaction<'static, Sqlite>,
+    import: &NewImport,
+    id: Option<i64>,
+    written: &Written,
+    warnings_json: &str,
+) -> Result<i64, StoreError> {
+    let sql = "INSERT INTO imports (id, study_id, manifest_id, format, parser_version, tool, \
                source_name, source_sha256, source_bytes, imported_at, options_json, runs, \
                requests, aggregates, scrapes, evidence, warnings_json) \
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id";
-    let import_id: i64 = sqlx::query_scalar(sql)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id";
+    sqlx::query_scalar(sql)
+        .bind(id)
         .bind(import.study_id)
         .bind(import.manifest_id)
         .bind(&import.format)
@@ -190,12 +215,12 @@ async fn write_import<R: RequestRowSource + Sync>(
         .bind(import.source_bytes)
         .bind(now_rfc3339())
         .bind(&import.options_json)
-        .bind(runs.len() as i64)
-        .bind(count(|r| r.requests.len()))
-        .bind(count(|r| r.aggregates.len()))
-        .bind(count(|r| r.scrapes.len()))
-        .bind(count(|r| r.evidence.len()))
-        .bind(&import.warnings_json)
+        .bind(written.runs)
+        .bind(written.requests)
+        .bind(written.aggregates)
+        .bind(written.scrapes)
+        .bind(written.evidence)
+        .bind(warnings_json)
         .fetch_one(&mut **tx)
         .await
         .map_err(|e| match &e {
@@ -206,7 +231,111 @@ async fn write_import<R: RequestRowSource + Sync>(
                 }
             }
             _ => e.into(),
-        })?;
+        })
+}
+
+async fn write_streamed_import<R, F>(
+    tx: &mut Transaction<'static, Sqlite>,
+    import: &NewImport,
+    runs: Vec<(ImportedRun<R>, Option<StreamedRows<R>>)>,
+    finish: F,
+    keep_going: &(dyn Fn(u64) -> bool + Send + Sync),
+) -> Result<(ImportRecord, Vec<RunRecord>), StoreError>
+where
+    R: RequestRowSource + Sync + Send,
+    F: std::future::Future<Output = Result<String, StoreError>> + Send,
+{
+    refuse_same_file(tx, import).await?;
+    // The runs point at the import row written last; SQLite checks that at commit.
+    sqlx::query("PRAGMA defer_foreign_keys = ON")
+        .execute(&mut **tx)
+        .await?;
+    let import_id: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(id), 0) + 1 FROM imports")
+        .fetch_one(&mut **tx)
+        .await?;
+    let mut written = Written {
+        runs: runs.len() as i64,
+        requests: 0,
+        aggregates: 0,
+        scrapes: 0,
+        evidence: 0,
+    };
+    let mut stored = Vec::with_capacity(runs.len());
+    let mut rows_before = 0u64;
+    let mut short = false;
+    for (r, rows) in runs {
+        if let Some(reason) = final_state_refusal(r.state, r.elapsed_ms) {
+            return Err(StoreError::Invalid {
+                entity: "run",
+                key: r.run.label.clone(),
+                reason,
+            });
+        }
+        let run_id = insert_run_with(tx, &r.run, Some(import_id), r.granularity).await?;
+        let base = rows_before;
+        write_requests(tx, run_id, &r.requests, &|n| keep_going(base + n)).await?;
+        rows_before += r.requests.len() as u64;
+        if let Some(mut rows) = rows {
+            let mut got = 0u64;
+            while let Some(batch) = rows.batches.recv().await {
+                let base = rows_before;
+                write_requests(tx, run_id, &batch, &|n| keep_going(base + n)).await?;
+                rows_before += batch.len() as u64;
+                got += batch.len() as u64;
+            }
+            if got != rows.rows {
+                short = true;
+                break;
+            }
+        }
+        write_evidence(tx, run_id, &r.evidence).await?;
+        write_scrapes(tx, run_id, &r.scrapes).await?;
+        write_aggregates(tx, run_id, &r.aggregates).await?;
+        written.aggregates += r.aggregates.len() as i64;
+        written.scrapes += r.scrapes.len() as i64;
+        written.evidence += r.evidence.len() as i64;
+        let record = write_final_state(
+            tx,
+            run_id,
+            r.state,
+            &r.finished_at,
+            r.elapsed_ms,
+            r.planned,
+            r.note.as_deref(),
+        )
+        .await?;
+        stored.push(record);
+    }
+    // The source says why it stopped, or what its rows warned of.
+    let warnings_json = finish.await?;
+    if short {
+        return Err(StoreError::SourceStopped);
+    }
+    written.requests = rows_before as i64;
+    insert_import_row(tx, import, Some(import_id), &written, &warnings_json).await?;
+    let row = sqlx::query(select_imports!("WHERE i.id = ?"))
+        .bind(import_id)
+        .fetch_one(&mut **tx)
+        .await?;
+    Ok((import_from_row(&row)?, stored))
+}
+
+async fn write_import<R: RequestRowSource + Sync>(
+    tx: &mut Transaction<'static, Sqlite>,
+    import: &NewImport,
+    runs: &[ImportedRun<R>],
+    keep_going: &(dyn Fn(u64) -> bool + Send + Sync),
+) -> Result<(ImportRecord, Vec<RunRecord>), StoreError> {
+    refuse_same_file(tx, import).await?;
+    let count = |f: fn(&ImportedRun<R>) -> usize| runs.iter().map(f).sum::<usize>() as i64;
+    let written = Written {
+        runs: runs.len() as i64,
+        requests: count(|r| r.requests.len()),
+        aggregates: count(|r| r.aggregates.len()),
+        scrapes: count(|r| r.scrapes.len()),
+        evidence: count(|r| r.evidence.len()),
+    };
+    let import_id = insert_import_row(tx, import, None, &written, &import.warnings_json).await?;
     let mut stored = Vec::with_capacity(runs.len());
     let mut rows_before = 0u64;
     for r in runs {
@@ -255,6 +384,38 @@ impl Store {
     ) -> Result<(ImportRecord, Vec<RunRecord>), StoreError> {
         let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
         let written = write_import(&mut tx, import, runs, keep_going).await;
+        match written {
+            Ok(done) => {
+                tx.commit().await?;
+                Ok(done)
+            }
+            Err(err) => {
+                let _ = tx.rollback().await;
+                Err(err)
+            }
+        }
+    }
+
+    /// Stores an import whose request rows arrive while it is written: each run's rows come in
+    /// batches from `rows` (a run of aggregates has none), and `finish`, awaited once every
+    /// batch is written, gives the import's warnings (known only once the last row was read).
+    /// All of it is one transaction, as with [`Store::insert_import`]: a source that stops
+    /// early (its channel closes before `rows` rows came, or `finish` fails), a refused row or a
+    /// cancellation stores nothing. The import row is written last, with the counts of what was
+    /// written; foreign keys to it are checked at commit.
+    pub async fn insert_streamed_import<R, F>(
+        &self,
+        import: &NewImport,
+        runs: Vec<(ImportedRun<R>, Option<StreamedRows<R>>)>,
+        finish: F,
+        keep_going: &(dyn Fn(u64) -> bool + Send + Sync),
+    ) -> Result<(ImportRecord, Vec<RunRecord>), StoreError>
+    where
+        R: RequestRowSource + Sync + Send,
+        F: std::future::Future<Output = Result<String, StoreError>> + Send,
+    {
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+        let written = write_streamed_import(&mut tx, import, runs, finish, keep_going).await;
         match written {
             Ok(done) => {
                 tx.commit().await?;

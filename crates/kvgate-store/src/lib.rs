@@ -23,7 +23,7 @@ pub mod study_input;
 mod versions;
 
 pub use error::StoreError;
-pub use imports::{AggregateRow, ImportRecord, ImportedRun, NewImport};
+pub use imports::{AggregateRow, ImportRecord, ImportedRun, NewImport, StreamedRows};
 pub use manifests::ManifestRecord;
 pub use measured::{MeasuredRequest, MEASURED_REQUESTS_SQL};
 pub use policies::PolicyRecord;
