@@ -41,6 +41,8 @@ use ts_rs::TS;
 use crate::evidence::EvidenceSet;
 use crate::{App, AppError, ErrorCode, Problem, ProblemCode};
 
+mod streamed;
+
 /// A file to import into one cell of a study.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
 #[ts(optional_fields)]
@@ -218,8 +220,21 @@ struct ReadFile {
 #[derive(Debug)]
 enum Content {
     Parsed(ParsedImport),
+    /// A file laid out, its rows read when they are stored.
+    Streamed(Box<import::vllm_bench::stream::StreamedFile>),
     /// A whole `kvgate-run` file (jsonl with its header).
     RunFile(String),
+}
+
+impl Content {
+    /// What was read of a file of another tool: everything but rows still to read.
+    fn parsed(&self) -> Option<&ParsedImport> {
+        match self {
+            Content::Parsed(p) => Some(p),
+            Content::Streamed(f) => Some(&f.import),
+            Content::RunFile(_) => None,
+        }
+    }
 }
 
 /// Bytes handed to the hashing thread at a time.
@@ -456,6 +471,28 @@ fn read_file(input: ImportInput, progress: &ReadProgress) -> Result<ReadFile, Ap
             .map_err(import_error)?;
             Content::Parsed(parsed)
         }
+        ImportFormat::VllmBench => {
+            // Laid out in one pass; the rows are read when they are stored, so memory does not
+            // grow with the file.
+            let source = import::Source::new(&source_name);
+            let buffered = io::BufReader::with_capacity(1 << 20, &mut reader);
+            match import::vllm_bench::stream::scan(&source, buffered).map_err(import_error)? {
+                Some(file) => Content::Streamed(Box::new(file)),
+                None => {
+                    // Not a sequence of well-formed results: the whole-file parser names what
+                    // is wrong (the scan read and hashed every byte).
+                    let again = File::open(path)
+                        .map_err(|e| invalid(format!("cannot open {}: {e}", input.path)))?;
+                    let parsed = import::parse(
+                        ImportFormat::VllmBench,
+                        &source_name,
+                        io::BufReader::with_capacity(1 << 20, again),
+                    )
+                    .map_err(import_error)?;
+                    Content::Parsed(parsed)
+                }
+            }
+        }
         format => {
             let parsed = import::parse(format, &source_name, &mut reader).map_err(import_error)?;
             Content::Parsed(parsed)
@@ -470,6 +507,9 @@ fn read_file(input: ImportInput, progress: &ReadProgress) -> Result<ReadFile, Ap
             attach_lm_eval_results(path, input.companion.as_deref(), parsed)?;
         }
         import::note_unknown_points(parsed, &source_name);
+    }
+    if let Content::Streamed(file) = &mut content {
+        file.note_unknown_points();
     }
     // Whatever the parser did not need still belongs to the file's digest.
     io::copy(&mut reader, &mut io::sink())
@@ -546,7 +586,7 @@ fn run_preview(run: &ParsedRun) -> ImportRunPreview {
 /// The binding of a file to the cell: `manifest_sha256` / `cell` metadata must name this cell's
 /// frozen manifest.
 fn check_binding(read: &ReadFile, cell: &str, digest: &str) -> Result<(), AppError> {
-    let Content::Parsed(parsed) = &read.content else {
+    let Some(parsed) = read.content.parsed() else {
         return Ok(());
     };
     for (i, run) in parsed.runs.iter().enumerate() {
@@ -673,8 +713,21 @@ impl App {
                 ),
             )
         })?;
-        let read = self.read_with_progress(input, Arc::new(on_event)).await?;
+        let mut read = self.read_with_progress(input, Arc::new(on_event)).await?;
         check_binding(&read, &read.input.cell, &digest)?;
+        // Rows read while they are stored are read once now, keeping none: a row the commit
+        // would refuse is refused here, and the preview counts them.
+        let mut checked = None;
+        if let Content::Streamed(_) = &read.content {
+            let Content::Streamed(file) =
+                std::mem::replace(&mut read.content, Content::RunFile(String::new()))
+            else {
+                unreachable!("matched above")
+            };
+            let (file, reads) = streamed::check_rows(file, &read.input.path).await?;
+            read.content = Content::Streamed(file);
+            checked = Some(reads);
+        }
         let already = self
             .store
             .find_import(read.input.study_id, &read.sha256)
@@ -692,6 +745,24 @@ impl App {
             }
         }
         let (format, parser_version, tool, runs, warnings) = match &read.content {
+            Content::Streamed(file) => {
+                let reads = checked.unwrap_or_default();
+                let p = &file.import;
+                (
+                    p.format.as_str().to_owned(),
+                    p.format.parser_version(),
+                    p.tool.clone(),
+                    reads
+                        .iter()
+                        .enumerate()
+                        .map(|(k, r)| streamed::run_preview(file, k, r))
+                        .collect(),
+                    file.warnings(&reads)
+                        .into_iter()
+                        .map(warning_info)
+                        .collect(),
+                )
+            }
             Content::Parsed(p) => (
                 p.format.as_str().to_owned(),
                 p.format.parser_version(),
@@ -937,6 +1008,7 @@ impl App {
             let job = job.clone();
             let total = match &read.content {
                 Content::Parsed(p) => p.request_count(),
+                Content::Streamed(f) => f.request_count(),
                 Content::RunFile(_) => 0,
             };
             let bytes = read.bytes;
@@ -985,6 +1057,41 @@ impl App {
                     ..new
                 };
                 self.store.insert_import(&new, &runs, &keep_going).await?
+            }
+            Content::Streamed(mut file) => {
+                let new = NewImport {
+                    study_id: input.study_id,
+                    manifest_id: stored.id,
+                    format: file.import.format.as_str().to_owned(),
+                    parser_version: file.import.format.parser_version(),
+                    tool: file.import.tool.clone(),
+                    source_name: read.source_name.clone(),
+                    source_sha256: read.sha256.clone(),
+                    source_bytes: read.bytes as i64,
+                    options_json: None,
+                    // Known once the last row was read.
+                    warnings_json: "[]".into(),
+                };
+                let mut added = Vec::new();
+                let runs = self.imported_runs(
+                    &read,
+                    &mut file.import,
+                    stored.id,
+                    &manifest,
+                    None,
+                    &mut added,
+                )?;
+                streamed::store(
+                    self,
+                    new,
+                    *file,
+                    runs,
+                    &input.path,
+                    &read.sha256,
+                    added,
+                    &keep_going,
+                )
+                .await?
             }
             Content::RunFile(text) => {
                 let (new, runs) = self.run_file_import(&read, &text, stored.id, &stored.digest)?;

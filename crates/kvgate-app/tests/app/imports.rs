@@ -564,8 +564,30 @@ async fn a_preview_stores_nothing_and_its_commit_stores_exactly_what_was_preview
     assert_eq!((run.requests, run.ok, run.failed), (40, 39, 1));
     assert!(preview.already_imported.is_none());
 
-    // The file changes on disk after the preview: the commit stores the reading that was shown.
+    // The file changes on disk after the preview: its rows are read again when they are
+    // stored, so the commit refuses it, names both digests and stores nothing.
+    let shown = std::fs::read(&path).unwrap();
     std::fs::write(&path, vllm_bench_detailed(3, "")).unwrap();
+    let err = app.commit_import(&preview.token, |_| {}).await.unwrap_err();
+    assert_eq!(err.code, ErrorCode::Conflict, "{}", err.message);
+    assert!(
+        err.message.contains("changed since it was read")
+            && err.message.contains(&preview.sha256)
+            && err.message.contains(&sha256_of(&path)),
+        "{}",
+        err.message
+    );
+    assert_eq!(
+        counts(&app).await,
+        before,
+        "a refused commit stores nothing"
+    );
+    // The same bytes again: the commit stores exactly what the preview showed.
+    std::fs::write(&path, &shown).unwrap();
+    let preview = app
+        .preview_import(input(sid, "B0", ImportFormat::VllmBench, &path), |_| {})
+        .await
+        .unwrap();
     let summary = app.commit_import(&preview.token, |_| {}).await.unwrap();
     assert_eq!(summary.sha256, preview.sha256);
     assert_eq!(summary.bytes as u64, preview.bytes);
@@ -898,4 +920,104 @@ async fn an_aiperf_export_reads_its_point_from_the_summary_beside_it() {
         "{}",
         noted[1]
     );
+}
+
+/// A vLLM result's rows are read while they are stored, in batches: what is stored is row for
+/// row what the whole-file parser reads, and a row refused after thousands were written leaves
+/// nothing behind.
+#[tokio::test]
+async fn a_vllm_result_streamed_into_the_store_is_the_whole_file_parse_row_for_row() {
+    let (dir, app, sid) = study("streamed").await;
+    let n = 5_000;
+    let text = vllm_bench_detailed(n, r#""cell": "B0","#);
+    let path = dir.path().join("bench.json");
+    std::fs::write(&path, &text).unwrap();
+    let parsed =
+        kvgate_formats::import::parse(ImportFormat::VllmBench, "bench.json", text.as_bytes())
+            .unwrap();
+    // Laid out by the scan, so its rows are read while they are stored.
+    let source = kvgate_formats::import::Source::new("bench.json");
+    let scanned = kvgate_formats::import::vllm_bench::stream::scan(&source, text.as_bytes());
+    assert!(matches!(scanned, Ok(Some(_))), "the scan lays the file out");
+    let summary = app
+        .import_file(input(sid, "B0", ImportFormat::VllmBench, &path), |_| {})
+        .await
+        .unwrap();
+    assert_eq!(summary.requests as usize, n);
+    let stored = app.store().run_requests(summary.run_ids[0]).await.unwrap();
+    let records: Vec<_> = stored.into_iter().map(|r| r.record).collect();
+    assert_eq!(records.len(), parsed.runs[0].requests.len());
+    for (got, want) in records.iter().zip(&parsed.runs[0].requests) {
+        // The store keeps what it measures; compared field by field where it keeps them all.
+        assert_eq!(
+            (
+                got.index,
+                got.status,
+                got.dispatch_ms,
+                got.first_token_ms,
+                got.finish_ms
+            ),
+            (
+                want.index,
+                want.status,
+                want.dispatch_ms,
+                want.first_token_ms,
+                want.finish_ms
+            )
+        );
+        assert_eq!(
+            got.chunk_times_ms, want.chunk_times_ms,
+            "row {}",
+            want.index
+        );
+        assert_eq!(
+            (
+                &got.output_text,
+                &got.error,
+                got.prompt_tokens,
+                got.completion_tokens
+            ),
+            (
+                &want.output_text,
+                &want.error,
+                want.prompt_tokens,
+                want.completion_tokens
+            )
+        );
+    }
+    let warnings: Vec<String> = summary.warnings.iter().map(|w| w.message.clone()).collect();
+    let expected: Vec<String> = parsed.warnings.iter().map(|w| w.message.clone()).collect();
+    assert_eq!(warnings, expected);
+
+    // The same file with one row near its end refused (TTFT after its latency).
+    let before = counts(&app).await;
+    let marker = "\"latencies\": [";
+    let at = text.find(marker).unwrap() + marker.len();
+    let mut values: Vec<String> = text[at..at + text[at..].find(']').unwrap()]
+        .split(", ")
+        .map(str::to_owned)
+        .collect();
+    values[4_900] = "0.0625".into();
+    let broken = format!(
+        "{}{}{}",
+        &text[..at],
+        values.join(", "),
+        &text[at + text[at..].find(']').unwrap()..]
+    );
+    let broken_path = dir.path().join("broken.json");
+    std::fs::write(&broken_path, broken).unwrap();
+    let err = app
+        .import_file(
+            input(sid, "B0", ImportFormat::VllmBench, &broken_path),
+            |_| {},
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::InvalidInput, "{}", err.message);
+    assert!(
+        err.message.contains("broken.json") && err.message.contains("$.ttfts[4900]"),
+        "{}",
+        err.message
+    );
+    assert_eq!(counts(&app).await, before, "nothing of it was stored");
 }
