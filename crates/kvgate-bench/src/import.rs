@@ -597,13 +597,59 @@ pub(crate) fn count_name(n: usize) -> String {
     }
 }
 
-/// Rows: time against each anchor, then peak RSS against each.
+/// How much larger the second file is (`KVGATE_BENCH_IMPORT_SCALE`; 1 leaves it out).
+const DEFAULT_SCALE: usize = 4;
+
+/// `kvgate import` of a vLLM result into a fresh database at `db` (a study and a frozen manifest
+/// first), timed whole with its peak RSS.
+fn kvgate_import(
+    kvgate: &Path,
+    db: &Path,
+    json: &Path,
+    dir: &Path,
+    name: &str,
+) -> Result<Measured, String> {
+    let kv = |args: &[&str]| {
+        let mut c = Command::new(kvgate);
+        c.arg("--db").arg(db).args(args).env_remove("KVGATE_DB");
+        c
+    };
+    run_ok(&mut kv(&["study", "create", "bench"]))?;
+    let manifest = root().join("fixtures/manifests/smollm2-135m-cpu-b0.json");
+    run_ok(&mut kv(&[
+        "manifest",
+        "freeze",
+        "--study",
+        "bench",
+        manifest.to_str().ok_or("non-UTF-8 path")?,
+    ]))?;
+    let mut import = kv(&[
+        "import",
+        "--study",
+        "bench",
+        "--cell",
+        "B0",
+        "--format",
+        "vllm-bench",
+    ]);
+    import.arg(json);
+    measure(&import, dir, name)
+}
+
+/// Rows: time against each anchor, then peak RSS against each; then the same import of a file
+/// `scale` times as large.
 pub fn import_benchmark() -> Result<Vec<Row>, String> {
     let n = match std::env::var("KVGATE_BENCH_IMPORT_REQUESTS") {
         Ok(v) => v.parse::<usize>().ok().filter(|n| *n > 0).ok_or_else(|| {
             format!("KVGATE_BENCH_IMPORT_REQUESTS: expected a count, found {v:?}")
         })?,
         Err(_) => DEFAULT_REQUESTS,
+    };
+    let scale = match std::env::var("KVGATE_BENCH_IMPORT_SCALE") {
+        Ok(v) => v.parse::<usize>().ok().filter(|n| *n > 0).ok_or_else(|| {
+            format!("KVGATE_BENCH_IMPORT_SCALE: expected a whole factor ≥ 1, found {v:?}")
+        })?,
+        Err(_) => DEFAULT_SCALE,
     };
     let kvgate = kvgate_binary()?;
     let sqlite3 = std::env::var("KVGATE_BENCH_SQLITE3").unwrap_or_else(|_| "sqlite3".into());
@@ -644,31 +690,7 @@ pub fn import_benchmark() -> Result<Vec<Row>, String> {
 
         // KV Gate: a fresh database with a study and a frozen manifest, then `kvgate import`.
         let kv_db = dir.join("kvgate.sqlite");
-        let kv = |args: &[&str]| {
-            let mut c = Command::new(&kvgate);
-            c.arg("--db").arg(&kv_db).args(args).env_remove("KVGATE_DB");
-            c
-        };
-        run_ok(&mut kv(&["study", "create", "bench"]))?;
-        let manifest = root().join("fixtures/manifests/smollm2-135m-cpu-b0.json");
-        run_ok(&mut kv(&[
-            "manifest",
-            "freeze",
-            "--study",
-            "bench",
-            manifest.to_str().ok_or("non-UTF-8 path")?,
-        ]))?;
-        let mut import = kv(&[
-            "import",
-            "--study",
-            "bench",
-            "--cell",
-            "B0",
-            "--format",
-            "vllm-bench",
-        ]);
-        import.arg(&json);
-        let ours = measure(&import, &dir, "kvgate")?;
+        let ours = kvgate_import(&kvgate, &kv_db, &json, &dir, "kvgate")?;
 
         // (a) The sqlite3 shell: `.import` of the CSV in one transaction, through a view whose
         // trigger turns empty fields back into NULL (the shell reads every CSV field as text).
@@ -728,12 +750,49 @@ pub fn import_benchmark() -> Result<Vec<Row>, String> {
             higher_is_better: false,
         };
         let rss = format!("peak RSS, {count} reqs ({json_mb:.0} MB)");
-        Ok(vec![
+        let mut rows = vec![
             row(&what, ours.seconds, "s", &anchor_a, a.seconds),
             row(&what, ours.seconds, "s", &anchor_b, b.seconds),
             row(&rss, ours.peak_rss_mib, "MiB", &anchor_a, a.peak_rss_mib),
             row(&rss, ours.peak_rss_mib, "MiB", &anchor_b, b.peak_rss_mib),
-        ])
+        ];
+
+        // Memory must not grow with the file: the same import of a result `scale` times as
+        // large, against the first (its time against `scale` times the first's).
+        if scale > 1 {
+            for f in [&json, &csv, &kv_db, &a_db, &b_db] {
+                let _ = std::fs::remove_file(f);
+            }
+            let big = dir.join("vllm-bench-detailed-scaled.json");
+            write_result(&big, &generate(n * scale)).map_err(|e| e.to_string())?;
+            let big_mb = std::fs::metadata(&big).map_err(|e| e.to_string())?.len() as f64 / 1e6;
+            let scaled = kvgate_import(
+                &kvgate,
+                &dir.join("kvgate-scaled.sqlite"),
+                &big,
+                &dir,
+                "kvgate-scaled",
+            )?;
+            let big_count = count_name(n * scale);
+            let anchor = format!("kvgate import, {count} reqs");
+            rows.push(Row {
+                benchmark: format!("import {big_count} vllm-bench reqs ({big_mb:.0} MB)"),
+                figure: scaled.seconds,
+                unit: "s",
+                anchor: format!("{anchor} × {scale}"),
+                anchor_figure: Some(ours.seconds * scale as f64),
+                higher_is_better: false,
+            });
+            rows.push(Row {
+                benchmark: format!("peak RSS, {big_count} reqs ({big_mb:.0} MB)"),
+                figure: scaled.peak_rss_mib,
+                unit: "MiB",
+                anchor,
+                anchor_figure: Some(ours.peak_rss_mib),
+                higher_is_better: false,
+            });
+        }
+        Ok(rows)
     })();
     // `KVGATE_BENCH_KEEP=1` keeps the files and databases to look at (or profile) afterwards.
     if std::env::var_os("KVGATE_BENCH_KEEP").is_some() {
