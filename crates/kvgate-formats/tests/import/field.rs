@@ -835,3 +835,56 @@ fn vllm_qwen35(p: &ParsedImport) {
         "0.18.1rc1.dev147+g290809456"
     );
 }
+
+/// Every vLLM result real users published reads the same laid out and streamed column by column
+/// as read whole: the same runs, records and warnings.
+#[test]
+fn every_field_vllm_result_streams_to_what_the_whole_file_parse_gives() {
+    use kvgate_formats::import::vllm_bench::stream::scan;
+    let Some(dir) = shared_data(
+        "every_field_vllm_result_streams_to_what_the_whole_file_parse_gives",
+        "field/vllm-bench",
+    ) else {
+        return;
+    };
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 5, "{files:?}");
+    for path in files {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let bytes = std::fs::read(&path).unwrap();
+        let source = import::Source::new(&name);
+        let whole = import::vllm_bench::parse(&source, &bytes[..]);
+        let file = scan(&source, &bytes[..]).unwrap();
+        let Some(file) = file else {
+            assert!(whole.is_err(), "{name}: the scan gave up on a file the parser reads");
+            continue;
+        };
+        let whole = whole.unwrap();
+        let mut records = Vec::new();
+        let mut read = Vec::new();
+        for k in 0..file.import.runs.len() {
+            let mut rows = file.rows(k, &path).unwrap();
+            for row in rows.by_ref() {
+                records.push(row.unwrap());
+            }
+            read.push(rows.finish().unwrap());
+        }
+        let expected: Vec<_> = whole.runs.iter().flat_map(|r| r.requests.clone()).collect();
+        assert_eq!(records.len(), expected.len(), "{name}");
+        assert!(records == expected, "{name}: other records");
+        assert_eq!(file.warnings(&read), whole.warnings, "{name}");
+        for (a, b) in file.import.runs.iter().zip(&whole.runs) {
+            assert_eq!(
+                (&a.label, &a.config, a.granularity, a.clocked),
+                (&b.label, &b.config, b.granularity, b.clocked),
+                "{name}"
+            );
+        }
+        eprintln!("{name}: {} rows streamed as parsed", records.len());
+    }
+}
