@@ -861,7 +861,10 @@ fn every_field_vllm_result_streams_to_what_the_whole_file_parse_gives() {
         let whole = import::vllm_bench::parse(&source, &bytes[..]);
         let file = scan(&source, &bytes[..]).unwrap();
         let Some(file) = file else {
-            assert!(whole.is_err(), "{name}: the scan gave up on a file the parser reads");
+            assert!(
+                whole.is_err(),
+                "{name}: the scan gave up on a file the parser reads"
+            );
             continue;
         };
         let whole = whole.unwrap();
