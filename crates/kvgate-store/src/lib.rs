@@ -30,8 +30,8 @@ pub use policies::PolicyRecord;
 pub use recovery::RecoveryPlanRecord;
 pub use review::AdjudicationRow;
 pub use runs::{
-    Granularity, HarnessReference, ImportedRequest, MetricScrapeRow, NewRun, RequestRowSource,
-    RunEvidence, RunKind, RunProvenance, RunRecord, RunState, StoredRequest,
+    Granularity, HarnessReference, ImportedRequest, JudgedRow, MetricScrapeRow, NewRun,
+    RequestRowSource, RunEvidence, RunKind, RunProvenance, RunRecord, RunState, StoredRequest,
 };
 pub use settings::Setting;
 

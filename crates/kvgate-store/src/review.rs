@@ -292,18 +292,35 @@ impl Store {
         .bind(study_id)
         .fetch_all(&self.pool)
         .await?;
-        rows.iter()
-            .map(|r| {
-                Ok(AdjudicationRow {
-                    pair_id: r.try_get("pair_id")?,
-                    label: r.try_get("label")?,
-                    note: r.try_get("note")?,
-                    labelled_by: r.try_get("labelled_by")?,
-                    labelled_at: r.try_get("labelled_at")?,
-                    event_seq: r.try_get("event_seq")?,
-                    unblinded: r.try_get("unblinded")?,
-                })
-            })
-            .collect()
+        rows.iter().map(adjudication_from_row).collect()
     }
+
+    /// The current label of one pair, when it has one.
+    pub async fn adjudication(
+        &self,
+        study_id: i64,
+        pair_id: &str,
+    ) -> Result<Option<AdjudicationRow>, StoreError> {
+        let row = sqlx::query(
+            "SELECT pair_id, label, note, labelled_by, labelled_at, event_seq, unblinded FROM adjudications \
+             WHERE study_id = ? AND pair_id = ?",
+        )
+        .bind(study_id)
+        .bind(pair_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(adjudication_from_row).transpose()
+    }
+}
+
+fn adjudication_from_row(r: &SqliteRow) -> Result<AdjudicationRow, StoreError> {
+    Ok(AdjudicationRow {
+        pair_id: r.try_get("pair_id")?,
+        label: r.try_get("label")?,
+        note: r.try_get("note")?,
+        labelled_by: r.try_get("labelled_by")?,
+        labelled_at: r.try_get("labelled_at")?,
+        event_seq: r.try_get("event_seq")?,
+        unblinded: r.try_get("unblinded")?,
+    })
 }
