@@ -86,6 +86,7 @@ pub fn write_bindings(dir: &Path) -> Result<(), String> {
     one::<kvgate_core::stats::PairsPlan>(&cfg)?;
     one::<crate::review::ReviewFilter>(&cfg)?;
     one::<crate::review::ReviewQueue>(&cfg)?;
+    one::<crate::review::ReviewIndex>(&cfg)?;
     one::<crate::review::LabelInput>(&cfg)?;
     one::<crate::review::LabelOutcome>(&cfg)?;
     one::<crate::review::AuditReport>(&cfg)?;

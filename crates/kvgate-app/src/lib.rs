@@ -68,6 +68,7 @@ pub struct App {
     imports: imports::ActiveImports,
     session_keys: credentials::SessionKeys,
     analyses: analysis::AnalysisCache,
+    review_corpus: review::ReviewCorpus,
 }
 
 impl App {
@@ -97,6 +98,7 @@ impl App {
             imports: Default::default(),
             session_keys: Default::default(),
             analyses: Default::default(),
+            review_corpus: Default::default(),
         };
         app.mark_interrupted_runs().await?;
         if db_is_default {

@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 use kvgate_core::fixtures::FixtureItem;
 use kvgate_core::policy::{ItemStrata, SegmentFilter};
@@ -149,33 +150,61 @@ pub struct AuditReport {
     pub tampered: Vec<String>,
 }
 
-/// A request judged in a quality run, reduced to what the queue shows.
-struct Judged {
-    key: (i64, u32),
-    side: ReviewSide,
-    corpus: Option<(String, String)>,
-    /// The digest of the prompt sent, when recorded.
-    prompt: Option<String>,
-    /// A harness row's prompt and target.
-    reference: Option<kvgate_store::HarnessReference>,
+/// A pair as the queue lists it: what the list shows, orders and filters by. Its answers, item
+/// and prompt come with [`App::review_pair`], one pair at a time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
+pub struct ReviewRow {
+    pub pair_id: String,
+    pub candidate: String,
+    pub item_id: String,
+    pub strata: Option<ItemStrata>,
+    /// Exactly one side accepted.
+    pub disagreement: bool,
+    /// The current label, when labelled.
+    pub label: Option<AdjudicationLabel>,
+    pub note: Option<String>,
+    /// Only once labelled: which side is the candidate.
+    pub candidate_is_a: Option<bool>,
+    /// The current label was given after the reveal (a relabel): counted apart.
+    pub unblinded: bool,
 }
 
-fn side_from(run_id: i64, s: kvgate_store::StoredRequest) -> Option<(String, ReviewSide)> {
+/// The queue of a study as the review list shows it: one row per pair, in the blind order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
+pub struct ReviewIndex {
+    pub study_id: i64,
+    /// The recorded seed of the blind order.
+    pub seed: String,
+    pub rows: Vec<ReviewRow>,
+    /// Disagreements per candidate over the whole study (before the filter).
+    #[ts(type = "Record<string, number>")]
+    pub disagreements: BTreeMap<String, u64>,
+    /// Disagreements of every candidate together.
+    pub disagreements_total: u64,
+    pub labelled: u64,
+}
+
+/// A cell's first pass of an item (lowest run id, then repeat), as the queue lists it.
+struct Pass {
+    key: (i64, u32),
+    prompt: Option<String>,
+    accepted: bool,
+    /// Reason codes, when the filter asks for them.
+    reasons: Vec<String>,
+}
+
+fn side_from(run_id: i64, s: kvgate_store::StoredRequest) -> Option<ReviewSide> {
     let verdict = s.verdict?;
-    let item = s.record.item_id.clone()?;
-    Some((
-        item,
-        ReviewSide {
-            ttft_ms: s.record.ttft_ms(),
-            e2e_ms: s.record.e2e_ms(),
-            completion_tokens: s.record.completion_tokens,
-            status: s.record.status.as_str().to_owned(),
-            output_text: s.record.output_text,
-            accepted: verdict.accepted,
-            verdict,
-            run_id,
-        },
-    ))
+    Some(ReviewSide {
+        ttft_ms: s.record.ttft_ms(),
+        e2e_ms: s.record.e2e_ms(),
+        completion_tokens: s.record.completion_tokens,
+        status: s.record.status.as_str().to_owned(),
+        output_text: s.record.output_text,
+        accepted: verdict.accepted,
+        verdict,
+        run_id,
+    })
 }
 
 fn corpus_of(config_json: &str) -> Option<(String, String)> {
@@ -187,45 +216,135 @@ fn corpus_of(config_json: &str) -> Option<(String, String)> {
     ))
 }
 
+/// Whether two passes were sent the same prompt: unknown (a digest not recorded) counts as the
+/// same, as in the analysis.
+fn same_prompt(x: &Option<String>, y: &Option<String>) -> bool {
+    match (x, y) {
+        (Some(x), Some(y)) => x == y,
+        _ => true,
+    }
+}
+
+/// The items of a corpus folder by id, when its items digest is the one a run recorded.
+type CorpusItems = Arc<HashMap<String, FixtureItem>>;
+
+/// The last corpus a pair was shown from: consecutive pairs come from the same one.
+#[derive(Clone, Default)]
+pub(crate) struct ReviewCorpus(Arc<Mutex<Option<((String, String), CorpusItems)>>>);
+
+impl std::fmt::Debug for ReviewCorpus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kept = self
+            .0
+            .lock()
+            .map(|k| k.as_ref().map(|(key, _)| key.clone()));
+        f.debug_tuple("ReviewCorpus")
+            .field(&kept.ok().flatten())
+            .finish()
+    }
+}
+
+impl ReviewCorpus {
+    fn items(&self, key: &(String, String)) -> Result<CorpusItems, String> {
+        if let Some((k, items)) = self.0.lock().expect("review corpus").as_ref() {
+            if k == key {
+                return Ok(items.clone());
+            }
+        }
+        let c = crate::fixtures::open_corpus(Path::new(&key.0))
+            .map_err(|e| format!("corpus {} not readable: {}", key.0, e.message))?;
+        if c.meta.items_sha256 != key.1 {
+            return Err(format!(
+                "corpus {} has items sha256 {}, the run recorded {}",
+                key.0, c.meta.items_sha256, key.1
+            ));
+        }
+        let items: CorpusItems = Arc::new(c.items.into_iter().map(|i| (i.id.clone(), i)).collect());
+        // An unreadable corpus is not kept: it is read again, in case it was put back.
+        *self.0.lock().expect("review corpus") = Some((key.clone(), items.clone()));
+        Ok(items)
+    }
+}
+
+/// One side of a pair, whole: the run's first judged pass of the item.
+struct Judged {
+    side: ReviewSide,
+    prompt: Option<String>,
+    corpus: Option<(String, String)>,
+    reference: Option<kvgate_store::HarnessReference>,
+}
+
 impl App {
-    /// The first pass per item of each cell's quality runs (lowest run id, then repeat).
+    /// The first pass per item of each cell's quality runs (lowest run id, then repeat), without
+    /// texts; with the verdicts' reasons when `reasons` asks.
     async fn first_passes(
         &self,
         study_id: i64,
-    ) -> Result<HashMap<String, HashMap<String, Judged>>, AppError> {
-        let mut out: HashMap<String, HashMap<String, Judged>> = HashMap::new();
+        reasons: bool,
+    ) -> Result<HashMap<String, HashMap<String, Pass>>, AppError> {
+        let mut out: HashMap<String, HashMap<String, Pass>> = HashMap::new();
         for run in self.store.list_runs(study_id).await? {
             if run.kind != RunKind::Quality || run.state == kvgate_store::RunState::Running {
                 continue;
             }
-            let corpus = corpus_of(&run.config_json);
-            let references = self.store.harness_references(run.id).await?;
             let per_item = out.entry(run.cell.clone()).or_default();
-            for s in self.store.run_requests(run.id).await? {
-                if s.warmup {
-                    continue;
-                }
-                let key = (run.id, s.repeat);
-                let prompt = s.record.prompt_sha256.clone();
-                let Some((item, side)) = side_from(run.id, s) else {
-                    continue;
-                };
-                if per_item.get(&item).is_none_or(|j| key < j.key) {
-                    let reference = references.get(&item).cloned();
+            for r in self.store.judged_rows(run.id, reasons).await? {
+                let key = (run.id, r.repeat);
+                if per_item.get(&r.item_id).is_none_or(|p| key < p.key) {
+                    let reasons = r
+                        .reasons_json
+                        .as_deref()
+                        .and_then(|j| serde_json::from_str(j).ok())
+                        .unwrap_or_default();
                     per_item.insert(
-                        item,
-                        Judged {
+                        r.item_id,
+                        Pass {
                             key,
-                            side,
-                            corpus: corpus.clone(),
-                            prompt,
-                            reference,
+                            prompt: r.prompt_sha256,
+                            accepted: r.accepted,
+                            reasons,
                         },
                     );
                 }
             }
         }
         Ok(out)
+    }
+
+    /// A cell's first judged pass of one item, whole.
+    async fn judged(
+        &self,
+        study_id: i64,
+        cell: &str,
+        item: &str,
+    ) -> Result<Option<Judged>, AppError> {
+        let mut runs: Vec<_> = self
+            .store
+            .list_runs(study_id)
+            .await?
+            .into_iter()
+            .filter(|r| {
+                r.cell == cell
+                    && r.kind == RunKind::Quality
+                    && r.state != kvgate_store::RunState::Running
+            })
+            .collect();
+        runs.sort_by_key(|r| r.id);
+        for run in runs {
+            if let Some((request, reference)) = self.store.judged_request(run.id, item).await? {
+                let prompt = request.record.prompt_sha256.clone();
+                let Some(side) = side_from(run.id, request) else {
+                    continue;
+                };
+                return Ok(Some(Judged {
+                    side,
+                    prompt,
+                    corpus: corpus_of(&run.config_json),
+                    reference,
+                }));
+            }
+        }
+        Ok(None)
     }
 
     fn seed_for(study_id: i64) -> String {
@@ -239,13 +358,14 @@ impl App {
         )
     }
 
-    /// The study's review queue: disagreements (and, on request, a sample of agreeing pairs).
-    /// Refused until the study's policy is locked: a disagreement is a result.
-    pub async fn review_queue(
+    /// The study's review list: one row per disagreement (and, on request, a sample of agreeing
+    /// pairs), read without any answer text. Refused until the study's policy is locked: a
+    /// disagreement is a result.
+    pub async fn review_index(
         &self,
         study_id: i64,
         filter: ReviewFilter,
-    ) -> Result<ReviewQueue, AppError> {
+    ) -> Result<ReviewIndex, AppError> {
         self.open_study(study_id).await?;
         self.require_locked_policy(study_id, "its review queue is not shown")
             .await?;
@@ -253,7 +373,7 @@ impl App {
             .store
             .review_seed(study_id, &Self::seed_for(study_id))
             .await?;
-        let mut passes = self.first_passes(study_id).await?;
+        let mut passes = self.first_passes(study_id, filter.reason.is_some()).await?;
         let labels: HashMap<String, kvgate_store::AdjudicationRow> = self
             .store
             .adjudications(study_id)
@@ -262,18 +382,16 @@ impl App {
             .map(|r| (r.pair_id.clone(), r))
             .collect();
         let Some(b0) = passes.remove("B0") else {
-            return Ok(ReviewQueue {
+            return Ok(ReviewIndex {
                 study_id,
                 seed,
-                pairs: Vec::new(),
+                rows: Vec::new(),
                 disagreements: BTreeMap::new(),
                 disagreements_total: 0,
                 labelled: labels.len() as u64,
             });
         };
-        let mut corpora: HashMap<(String, String), Result<HashMap<String, FixtureItem>, String>> =
-            HashMap::new();
-        let mut pairs = Vec::new();
+        let mut rows = Vec::new();
         let mut agreeing = Vec::new();
         let mut disagreements = BTreeMap::new();
         let mut cells: Vec<String> = passes.keys().cloned().collect();
@@ -283,18 +401,17 @@ impl App {
             disagreements.entry(cell.clone()).or_insert(0);
             // Not the same prompt (both digests recorded and different): not a pair, as in the
             // analysis, which lists it as unpaired.
-            let same_prompt = |i: &String| match (&b0[i].prompt, &cand[i].prompt) {
-                (Some(x), Some(y)) => x == y,
-                _ => true,
-            };
             let mut items: Vec<&String> = cand
                 .keys()
-                .filter(|i| b0.contains_key(*i) && same_prompt(i))
+                .filter(|i| {
+                    b0.get(*i)
+                        .is_some_and(|x| same_prompt(&x.prompt, &cand[*i].prompt))
+                })
                 .collect();
             items.sort();
             for item in items {
                 let (x, y) = (&b0[item], &cand[item]);
-                let disagreement = x.side.accepted != y.side.accepted;
+                let disagreement = x.accepted != y.accepted;
                 if disagreement {
                     *disagreements.entry(cell.clone()).or_insert(0) += 1;
                 }
@@ -308,101 +425,151 @@ impl App {
                     continue;
                 }
                 if let Some(reason) = &filter.reason {
-                    let has = |v: &Verdict| {
-                        v.reasons.iter().any(|r| {
-                            serde_json::to_value(r)
-                                .ok()
-                                .and_then(|v| v.as_str().map(str::to_owned))
-                                == Some(reason.clone())
-                        })
-                    };
-                    if !has(&x.side.verdict) && !has(&y.side.verdict) {
+                    if !x.reasons.contains(reason) && !y.reasons.contains(reason) {
                         continue;
                     }
                 }
                 let id = pair_id(study_id, &cell, item);
-                let cand_a = candidate_is_a(&seed, &id);
-                let (a, b) = if cand_a {
-                    (y.side.clone(), x.side.clone())
-                } else {
-                    (x.side.clone(), y.side.clone())
-                };
                 let label = labels.get(&id);
-                // The prompt is the same on both sides (a pair's prompt digests are equal).
-                let harness = y
-                    .reference
-                    .as_ref()
-                    .or(x.reference.as_ref())
-                    .map(|r| HarnessItem {
-                        prompt: r.prompt.clone(),
-                        target: r.target.clone(),
-                        needles: kvgate_core::harness::target_needles(&r.target),
-                    });
-                let (item_full, item_note) = match &y.corpus {
-                    None if harness.is_some() => (
-                        None,
-                        Some("an evaluation harness's item: its prompt and target below are as the harness recorded them".to_owned()),
-                    ),
-                    None => (None, Some("the run recorded no corpus".to_owned())),
-                    Some(key) => {
-                        let loaded = corpora.entry(key.clone()).or_insert_with(|| {
-                            let c =
-                                crate::fixtures::open_corpus(Path::new(&key.0)).map_err(|e| {
-                                    format!("corpus {} not readable: {}", key.0, e.message)
-                                })?;
-                            if c.meta.items_sha256 != key.1 {
-                                return Err(format!(
-                                    "corpus {} has items sha256 {}, the run recorded {}",
-                                    key.0, c.meta.items_sha256, key.1
-                                ));
-                            }
-                            Ok(c.items.into_iter().map(|i| (i.id.clone(), i)).collect())
-                        });
-                        match loaded {
-                            Ok(map) => match map.get(item) {
-                                Some(i) => (Some(i.clone()), None),
-                                None => (None, Some(format!("item {item} not in the corpus"))),
-                            },
-                            Err(e) => (None, Some(e.clone())),
-                        }
-                    }
-                };
-                let pair = ReviewPair {
+                let row = ReviewRow {
+                    candidate_is_a: label.map(|_| candidate_is_a(&seed, &id)),
                     pair_id: id,
                     candidate: cell.clone(),
                     item_id: item.clone(),
                     strata,
                     disagreement,
-                    a,
-                    b,
-                    item: item_full,
-                    item_note,
-                    harness,
                     label: label.and_then(|l| AdjudicationLabel::parse(&l.label)),
                     note: label.map(|l| l.note.clone()),
-                    candidate_is_a: label.map(|_| cand_a),
                     unblinded: label.is_some_and(|l| l.unblinded),
                 };
                 if disagreement {
-                    pairs.push(pair);
+                    rows.push(row);
                 } else {
-                    agreeing.push(pair);
+                    agreeing.push(row);
                 }
             }
         }
         // A sample of agreeing pairs: the first ones in an order drawn from the seed.
-        agreeing.sort_by_key(|p| {
+        agreeing.sort_by_cached_key(|p| {
             kvgate_core::canonical::sha256_hex(format!("{seed}/{}", p.pair_id).as_bytes())
         });
         agreeing.truncate(filter.agreeing_sample as usize);
-        pairs.extend(agreeing);
-        Ok(ReviewQueue {
+        rows.extend(agreeing);
+        Ok(ReviewIndex {
             study_id,
             seed,
-            pairs,
+            rows,
             disagreements_total: disagreements.values().sum(),
             disagreements,
             labelled: labels.len() as u64,
+        })
+    }
+
+    /// One pair, whole and blind: both answers (A and B in the study's seeded order), the
+    /// fixture item or the harness's prompt and target, and its label. `NotFound` when B0 and
+    /// the candidate have not both judged the item with the same prompt.
+    pub async fn review_pair(&self, pair: &str) -> Result<ReviewPair, AppError> {
+        let Some((study_id, candidate, item)) = parse_pair_id(pair) else {
+            return Err(AppError::new(
+                ErrorCode::InvalidInput,
+                format!("field `pair_id`: expected STUDY:CELL/ITEM_ID, found {pair:?}"),
+            ));
+        };
+        self.open_study(study_id).await?;
+        self.require_locked_policy(study_id, "its review queue is not shown")
+            .await?;
+        let not_found = |why: &str| AppError::not_found(format!("pair {pair} not found: {why}"));
+        if candidate == "B0" {
+            return Err(not_found("B0 is the baseline, not a candidate"));
+        }
+        let (Some(x), Some(y)) = (
+            self.judged(study_id, "B0", item).await?,
+            self.judged(study_id, candidate, item).await?,
+        ) else {
+            return Err(not_found(&format!(
+                "B0 and {candidate} have not both judged item {item}"
+            )));
+        };
+        if !same_prompt(&x.prompt, &y.prompt) {
+            return Err(not_found(
+                "B0 and the candidate were sent different prompts for this item: not a pair",
+            ));
+        }
+        let seed = self
+            .store
+            .review_seed(study_id, &Self::seed_for(study_id))
+            .await?;
+        let label = self.store.adjudication(study_id, pair).await?;
+        let cand_a = candidate_is_a(&seed, pair);
+        let disagreement = x.side.accepted != y.side.accepted;
+        // The prompt is the same on both sides (a pair's prompt digests are equal).
+        let harness = y
+            .reference
+            .as_ref()
+            .or(x.reference.as_ref())
+            .map(|r| HarnessItem {
+                prompt: r.prompt.clone(),
+                target: r.target.clone(),
+                needles: kvgate_core::harness::target_needles(&r.target),
+            });
+        let (item_full, item_note) = match &y.corpus {
+            None if harness.is_some() => (
+                None,
+                Some("an evaluation harness's item: its prompt and target below are as the harness recorded them".to_owned()),
+            ),
+            None => (None, Some("the run recorded no corpus".to_owned())),
+            Some(key) => match self.review_corpus.items(key) {
+                Ok(map) => match map.get(item) {
+                    Some(i) => (Some(i.clone()), None),
+                    None => (None, Some(format!("item {item} not in the corpus"))),
+                },
+                Err(e) => (None, Some(e)),
+            },
+        };
+        let (a, b) = if cand_a {
+            (y.side, x.side)
+        } else {
+            (x.side, y.side)
+        };
+        Ok(ReviewPair {
+            pair_id: pair.to_owned(),
+            candidate: candidate.to_owned(),
+            item_id: item.to_owned(),
+            strata: ItemStrata::from_item_id(item),
+            disagreement,
+            a,
+            b,
+            item: item_full,
+            item_note,
+            harness,
+            label: label
+                .as_ref()
+                .and_then(|l| AdjudicationLabel::parse(&l.label)),
+            note: label.as_ref().map(|l| l.note.clone()),
+            candidate_is_a: label.as_ref().map(|_| cand_a),
+            unblinded: label.as_ref().is_some_and(|l| l.unblinded),
+        })
+    }
+
+    /// The study's review queue with every pair whole: [`App::review_index`]'s rows, each read
+    /// by [`App::review_pair`] (the CLI's `review list`; the window reads one pair at a time).
+    pub async fn review_queue(
+        &self,
+        study_id: i64,
+        filter: ReviewFilter,
+    ) -> Result<ReviewQueue, AppError> {
+        let index = self.review_index(study_id, filter).await?;
+        let mut pairs = Vec::with_capacity(index.rows.len());
+        for row in &index.rows {
+            pairs.push(self.review_pair(&row.pair_id).await?);
+        }
+        Ok(ReviewQueue {
+            study_id: index.study_id,
+            seed: index.seed,
+            pairs,
+            disagreements: index.disagreements,
+            disagreements_total: index.disagreements_total,
+            labelled: index.labelled,
         })
     }
 

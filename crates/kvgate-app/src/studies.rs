@@ -264,7 +264,7 @@ impl App {
             .map(|p| u32::try_from(p.version).unwrap_or(u32::MAX));
         // Disagreements are results: absent, not 0, until the policy is locked.
         let queue = match kvgate_core::policy::results_withheld(policy.len()) {
-            None => Some(self.review_queue(study_id, ReviewFilter::default()).await?),
+            None => Some(self.review_index(study_id, ReviewFilter::default()).await?),
             Some(_) => None,
         };
         let (checks_signed, candidates_decided) = if policy_version.is_some() {
@@ -299,10 +299,10 @@ impl App {
             baseline_has_runs: with_results.iter().any(|c| c == "B0"),
             disagreements: queue
                 .as_ref()
-                .map(|q| count(q.pairs.iter().filter(|p| p.disagreement).count())),
+                .map(|q| count(q.rows.iter().filter(|p| p.disagreement).count())),
             disagreements_labelled: queue.as_ref().map(|q| {
                 count(
-                    q.pairs
+                    q.rows
                         .iter()
                         .filter(|p| p.disagreement && p.label.is_some())
                         .count(),

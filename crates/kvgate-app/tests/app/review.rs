@@ -394,3 +394,118 @@ async fn real_llamacpp_disagreements_are_the_queue() {
         1
     );
 }
+
+/// The window lists the queue's rows (no answer text) and reads the pair it shows alone: the
+/// rows are the whole queue's pairs, in the same blind order, with the same labels and reveals,
+/// under every filter; each pair read alone is the queue's pair; a pair that is not one is not
+/// found, named.
+#[tokio::test]
+async fn the_review_list_is_the_queue_without_answers_and_each_pair_reads_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let (app, sid, _) = study_with_disagreements(&dir).await;
+    let same = |rows: &[kvgate_app::review::ReviewRow],
+                pairs: &[kvgate_app::review::ReviewPair]| {
+        assert_eq!(rows.len(), pairs.len());
+        for (r, p) in rows.iter().zip(pairs) {
+            assert_eq!(
+                (
+                    &r.pair_id,
+                    &r.candidate,
+                    &r.item_id,
+                    &r.strata,
+                    r.disagreement
+                ),
+                (
+                    &p.pair_id,
+                    &p.candidate,
+                    &p.item_id,
+                    &p.strata,
+                    p.disagreement
+                )
+            );
+            assert_eq!(
+                (&r.label, &r.note, r.candidate_is_a, r.unblinded),
+                (&p.label, &p.note, p.candidate_is_a, p.unblinded)
+            );
+        }
+    };
+    let queue = app
+        .review_queue(sid, ReviewFilter::default())
+        .await
+        .unwrap();
+    assert!(!queue.pairs.is_empty());
+    // A reason some rejected side gave, as the filter names it.
+    let rejected = [&queue.pairs[0].a, &queue.pairs[0].b]
+        .into_iter()
+        .find(|s| !s.accepted)
+        .expect("a disagreement has a rejected side");
+    let reason = serde_json::to_value(&rejected.verdict.reasons[0]).unwrap();
+    let filters = [
+        ReviewFilter::default(),
+        ReviewFilter {
+            agreeing_sample: 3,
+            ..ReviewFilter::default()
+        },
+        ReviewFilter {
+            candidate: Some("Q8".into()),
+            reason: Some(reason.as_str().unwrap().to_owned()),
+            ..ReviewFilter::default()
+        },
+        ReviewFilter {
+            reason: Some("factor_of_ten".into()),
+            ..ReviewFilter::default()
+        },
+    ];
+    // One pair labelled: its row and its read both carry the label and the reveal.
+    let first = queue.pairs[0].pair_id.clone();
+    app.label_pair(LabelInput {
+        pair_id: first.clone(),
+        label: ReviewLabel::BothWrong,
+        note: "neither".into(),
+        by: "rev".into(),
+    })
+    .await
+    .unwrap();
+    for filter in filters {
+        let index = app.review_index(sid, filter.clone()).await.unwrap();
+        let queue = app.review_queue(sid, filter.clone()).await.unwrap();
+        assert_eq!(
+            (
+                &index.seed,
+                &index.disagreements,
+                index.disagreements_total,
+                index.labelled
+            ),
+            (
+                &queue.seed,
+                &queue.disagreements,
+                queue.disagreements_total,
+                queue.labelled
+            ),
+            "{filter:?}"
+        );
+        same(&index.rows, &queue.pairs);
+        for p in &queue.pairs {
+            assert_eq!(&app.review_pair(&p.pair_id).await.unwrap(), p);
+        }
+    }
+    let labelled = app.review_pair(&first).await.unwrap();
+    assert_eq!(labelled.label, Some(AdjudicationLabel::BothWrong));
+    assert_eq!(labelled.note.as_deref(), Some("neither"));
+    assert!(labelled.candidate_is_a.is_some());
+    assert!(labelled.item.is_some(), "{:?}", labelled.item_note);
+
+    // Not pairs: the baseline as a candidate, an item nobody judged, a cell without runs, a
+    // malformed id, another study.
+    let item = &labelled.item_id;
+    for (id, code) in [
+        (format!("{sid}:B0/{item}"), ErrorCode::NotFound),
+        (format!("{sid}:Q8/no-such-item"), ErrorCode::NotFound),
+        (format!("{sid}:Q4/{item}"), ErrorCode::NotFound),
+        ("Q8/no-study".to_owned(), ErrorCode::InvalidInput),
+        (format!("{}:Q8/{item}", sid + 100), ErrorCode::NotFound),
+    ] {
+        let err = app.review_pair(&id).await.unwrap_err();
+        assert_eq!(err.code, code, "{id}: {}", err.message);
+    }
+}
