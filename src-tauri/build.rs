@@ -45,6 +45,8 @@ fn main() {
         "study_results",
         "plan_pairs",
         "review_queue",
+        "review_index",
+        "review_pair",
         "label_pair",
         "verify_audit",
         "checklist",

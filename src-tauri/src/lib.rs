@@ -103,6 +103,8 @@ pub fn build_app_with<R: Runtime>(
             commands::analysis::study_results,
             commands::analysis::plan_pairs,
             commands::review::review_queue,
+            commands::review::review_index,
+            commands::review::review_pair,
             commands::review::label_pair,
             commands::review::verify_audit,
             commands::review::checklist,

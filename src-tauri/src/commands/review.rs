@@ -1,6 +1,8 @@
 use kvgate_app::domain::policy::PolicyProblem;
 use kvgate_app::recovery::{RecordRecoveryInput, RecordedRecoveryPlan, RecoveryStatus};
-use kvgate_app::review::{AuditReport, LabelInput, LabelOutcome, ReviewFilter, ReviewQueue};
+use kvgate_app::review::{
+    AuditReport, LabelInput, LabelOutcome, ReviewFilter, ReviewIndex, ReviewPair, ReviewQueue,
+};
 use kvgate_app::{App, AppError};
 use tauri::State;
 
@@ -11,6 +13,21 @@ pub async fn review_queue(
     filter: ReviewFilter,
 ) -> Result<ReviewQueue, AppError> {
     app.review_queue(study_id, filter).await
+}
+
+/// The review list: one row per pair, without answers (the window reads them pair by pair).
+#[tauri::command]
+pub async fn review_index(
+    app: State<'_, App>,
+    study_id: i64,
+    filter: ReviewFilter,
+) -> Result<ReviewIndex, AppError> {
+    app.review_index(study_id, filter).await
+}
+
+#[tauri::command]
+pub async fn review_pair(app: State<'_, App>, pair_id: String) -> Result<ReviewPair, AppError> {
+    app.review_pair(&pair_id).await
 }
 
 #[tauri::command]

@@ -50,6 +50,8 @@ import type { RecoveryStatus } from '$lib/bindings/RecoveryStatus';
 import type { SignInput } from '$lib/bindings/SignInput';
 import type { ReviewFilter } from '$lib/bindings/ReviewFilter';
 import type { ReviewQueue } from '$lib/bindings/ReviewQueue';
+import type { ReviewIndex } from '$lib/bindings/ReviewIndex';
+import type { ReviewPair } from '$lib/bindings/ReviewPair';
 import type { RunDetail } from '$lib/bindings/RunDetail';
 import type { RunEvent } from '$lib/bindings/RunEvent';
 import type { RunSummary } from '$lib/bindings/RunSummary';
@@ -250,6 +252,15 @@ export const planPairs = (margin: number, discordanceRate: number, alpha: number
  * agreeing pairs. Sides are "A" and "B"; which one is the candidate is given only once labelled. */
 export const reviewQueue = (studyId: number, filter: ReviewFilter): Promise<ReviewQueue> =>
   call('review_queue', { studyId, filter });
+
+/** The study's review list, one row per pair in the blind order, without answers: what the list
+ * shows and filters by. The pair the reviewer looks at is read with `reviewPair`. */
+export const reviewIndex = (studyId: number, filter: ReviewFilter): Promise<ReviewIndex> =>
+  call('review_index', { studyId, filter });
+
+/** One pair, whole and blind: both answers as "A" and "B", the item or the harness's prompt and
+ * target, and its label; which side is the candidate only once labelled. */
+export const reviewPair = (pairId: string): Promise<ReviewPair> => call('review_pair', { pairId });
 
 /** Labels (or relabels) a pair, appended to the study's audit chain; resolves to the reveal. */
 export const labelPair = (input: LabelInput): Promise<LabelOutcome> => call('label_pair', { input });

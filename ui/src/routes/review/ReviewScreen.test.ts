@@ -3,10 +3,13 @@ import { beforeEach, describe, expect, it, vi } from 'vitest';
 import type { Study } from '$lib/bindings/Study';
 import type { AuditReport } from '$lib/bindings/AuditReport';
 import type { ReviewQueue } from '$lib/bindings/ReviewQueue';
+import type { ReviewIndex } from '$lib/bindings/ReviewIndex';
 
 vi.mock('$lib/ipc', async (importOriginal) => ({
   ...(await importOriginal<typeof import('$lib/ipc')>()),
   reviewQueue: vi.fn(),
+  reviewIndex: vi.fn(),
+  reviewPair: vi.fn(),
   labelPair: vi.fn(),
   verifyAudit: vi.fn(),
 }));
@@ -92,6 +95,42 @@ function queue(pairs: Pair[], over: Partial<ReviewQueue> = {}): ReviewQueue {
 
 const intact: AuditReport = { study_id: 7, events: 0, intact: true, chain_break: null, tampered: [] };
 
+/** The backend's rows of a queue: each pair without its answers, item and prompt. */
+function rows(q: ReviewQueue): ReviewIndex {
+  const { pairs, ...rest } = q;
+  return {
+    ...rest,
+    rows: pairs.map((p) => ({
+      pair_id: p.pair_id,
+      candidate: p.candidate,
+      item_id: p.item_id,
+      strata: p.strata,
+      disagreement: p.disagreement,
+      label: p.label,
+      note: p.note,
+      candidate_is_a: p.candidate_is_a,
+      unblinded: p.unblinded,
+    })),
+  };
+}
+
+/** The tests give the whole queue (`reviewQueue`); the screen reads its rows and each pair alone,
+ * from the queue the backend last gave. */
+let served: ReviewQueue | null = null;
+function serveFromQueue() {
+  served = null;
+  ipcMock.reviewIndex.mockImplementation(async (studyId, filter) => {
+    const q = await ipcMock.reviewQueue(studyId, filter);
+    served = q;
+    return rows(q);
+  });
+  ipcMock.reviewPair.mockImplementation(async (id) => {
+    const p = served?.pairs.find((x) => x.pair_id === id);
+    if (!p) throw { code: 'not_found', message: `pair ${id} not found` };
+    return p;
+  });
+}
+
 function setup() {
   const workspace = new Workspace();
   workspace.current = study;
@@ -105,6 +144,7 @@ beforeEach(() => {
   vi.resetAllMocks();
   localStorage.clear();
   ipcMock.verifyAudit.mockResolvedValue(intact);
+  serveFromQueue();
 });
 
 describe('Review screen', () => {
@@ -373,5 +413,33 @@ describe('Review screen', () => {
     expect(listed()).toEqual(['002', '001', '003']);
     expect(review.current?.pair_id.slice(-3)).toBe('003');
     expect(review.current?.label).toBe('candidate_regression');
+  });
+
+  it('reads the shown pair alone, and the next one ahead, so moving on shows it at once', async () => {
+    ipcMock.reviewQueue.mockResolvedValue(queue([pair(1), pair(2), pair(3)]));
+    setup();
+    await screen.findByTestId('review-side-a');
+    await waitFor(() => expect(ipcMock.reviewPair).toHaveBeenCalledTimes(2));
+    expect(ipcMock.reviewPair.mock.calls.map((c) => c[0])).toEqual([pair(1).pair_id, pair(2).pair_id]);
+    await fireEvent.keyDown(window, { key: 'j' });
+    // Read ahead: shown without waiting for a read; the one after it is read ahead in turn.
+    expect(screen.getByTestId('review-pair').textContent).toContain(pair(2).pair_id);
+    await waitFor(() => expect(ipcMock.reviewPair).toHaveBeenCalledTimes(3));
+    expect(ipcMock.reviewPair.mock.calls[2]![0]).toBe(pair(3).pair_id);
+    // Back: kept, not read again.
+    await fireEvent.keyDown(window, { key: 'k' });
+    expect(screen.getByTestId('review-pair').textContent).toContain(pair(1).pair_id);
+    expect(ipcMock.reviewPair).toHaveBeenCalledTimes(3);
+  });
+
+  it('says why a pair could not be read and reads it again on request', async () => {
+    ipcMock.reviewQueue.mockResolvedValue(queue([pair(1)]));
+    ipcMock.reviewPair.mockRejectedValueOnce({ code: 'storage', message: 'database is locked' });
+    setup();
+    const error = await screen.findByTestId('review-pair-error');
+    expect(error.textContent).toContain('database is locked');
+    expect(screen.queryByTestId('review-side-a')).toBeNull();
+    await fireEvent.click(within(error).getByRole('button', { name: 'Try again' }));
+    await screen.findByTestId('review-side-a');
   });
 });

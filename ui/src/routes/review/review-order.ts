@@ -1,7 +1,11 @@
 // The order and the search of the review list. The queue comes in its blind order (drawn from the
 // study's recorded seed); the reviewer may reorder or narrow what is listed, never what is in it.
 import { matchesSearch, sortRows } from '$lib/table-sort';
-import { labelText, strataText, type Pair } from './review-view';
+import type { ReviewRow } from '$lib/bindings/ReviewRow';
+import { labelText, strataText } from './review-view';
+
+/** What the list orders and searches by: a row of the queue, or a whole pair. */
+type Listed = Pick<ReviewRow, 'pair_id' | 'item_id' | 'candidate' | 'strata' | 'label' | 'note'>;
 
 export type ReviewOrder = 'blind' | 'unlabelled' | 'candidate' | 'stratum' | 'item';
 
@@ -13,7 +17,7 @@ export const REVIEW_ORDERS: readonly { value: ReviewOrder; label: string }[] = [
   { value: 'item', label: 'fixture item' },
 ];
 
-function key(pair: Pair, order: ReviewOrder): string | number {
+function key(pair: Listed, order: ReviewOrder): string | number {
   switch (order) {
     case 'unlabelled':
       return pair.label === null ? 0 : 1;
@@ -29,7 +33,7 @@ function key(pair: Pair, order: ReviewOrder): string | number {
 }
 
 /** The pairs listed: those matching every word of `query` (id, item, candidate, strata, label, note), in `order`. */
-export function orderPairs(pairs: readonly Pair[], order: ReviewOrder, query: string): Pair[] {
+export function orderPairs<T extends Listed>(pairs: readonly T[], order: ReviewOrder, query: string): T[] {
   const found = pairs.filter((p) =>
     matchesSearch(query, [p.pair_id, p.item_id, p.candidate, strataText(p.strata), labelText(p.label), p.note]),
   );

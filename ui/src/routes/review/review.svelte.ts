@@ -1,9 +1,10 @@
-import { labelPair, reviewQueue, toAppError, verifyAudit } from '$lib/ipc';
+import { labelPair, reviewIndex, reviewPair, toAppError, verifyAudit } from '$lib/ipc';
 import type { ReviewLabel } from '$lib/bindings/ReviewLabel';
 import type { AppError } from '$lib/bindings/AppError';
 import type { AuditReport } from '$lib/bindings/AuditReport';
 import type { ReviewFilter } from '$lib/bindings/ReviewFilter';
-import type { ReviewQueue } from '$lib/bindings/ReviewQueue';
+import type { ReviewIndex } from '$lib/bindings/ReviewIndex';
+import type { ReviewRow } from '$lib/bindings/ReviewRow';
 import type { LoadState } from '$lib/workspace.svelte';
 import { orderPairs, type ReviewOrder } from './review-order';
 import type { Pair } from './review-view';
@@ -25,14 +26,21 @@ function emptyFilter(): ReviewFilter {
 /** A pair revealed after labelling: which side is the candidate. */
 export type Reveal = { pairId: string; candidateIsA: boolean; candidate: string };
 
+/** Pairs read whole and kept, so that moving back and forth (and the next pair) shows at once. */
+const KEPT_PAIRS = 8;
+
 /**
- * The Review screen's state: the blind queue of the open study and the verification of its audit
- * chain, both replaced whole from the backend. A side is named only once its pair is labelled.
+ * The Review screen's state: the blind list of the open study's pairs (rows without answers), the
+ * current pair read whole when it becomes current (the next one read ahead), and the verification
+ * of the audit chain. A side is named only once its pair is labelled.
  */
 export class ReviewModel {
   studyId = $state<number | null>(null);
   filter = $state.raw<ReviewFilter>(emptyFilter());
-  queue = $state.raw<ReviewQueue | null>(null);
+  queue = $state.raw<ReviewIndex | null>(null);
+  /** The current pair, whole, once read (its label fields come from its row). */
+  detail = $state.raw<Pair | null>(null);
+  detailError = $state<AppError | null>(null);
   state = $state<LoadState>('idle');
   error = $state<AppError | null>(null);
   audit = $state.raw<AuditReport | null>(null);
@@ -41,7 +49,7 @@ export class ReviewModel {
   order = $state<ReviewOrder>('blind');
   search = $state('');
   /** The pairs listed: the queue in `order`, narrowed by `search`; keys move through this list. */
-  pairs = $derived<readonly Pair[]>(orderPairs(this.queue?.pairs ?? [], this.order, this.search));
+  pairs = $derived<readonly ReviewRow[]>(orderPairs(this.queue?.rows ?? [], this.order, this.search));
   /** Index of the current pair in `pairs`. */
   index = $state(0);
   /** Pairs whose sides were revealed in this session (after a label, or on request once labelled). */
@@ -53,9 +61,28 @@ export class ReviewModel {
 
   private seq = 0;
   private auditSeq = 0;
+  private detailSeq = 0;
+  /** Pairs read whole, most recent last (not state: `detail` is what the screen shows). */
+  private kept = new Map<string, Pair>();
 
-  get current(): Pair | null {
+  /** The current row of the list. */
+  get currentRow(): ReviewRow | null {
     return this.pairs[this.index] ?? null;
+  }
+
+  /** The current pair, whole: null until it is read. Its label, note and reveal are its row's,
+   * which a label updates at once. */
+  get current(): Pair | null {
+    const row = this.currentRow;
+    const detail = this.detail;
+    if (!row || !detail || detail.pair_id !== row.pair_id) return null;
+    return {
+      ...detail,
+      label: row.label,
+      note: row.note,
+      candidate_is_a: row.candidate_is_a,
+      unblinded: row.unblinded,
+    };
   }
 
   /** What the screen calls when shown: reads the queue and verifies the audit chain (again). */
@@ -63,6 +90,9 @@ export class ReviewModel {
     if (studyId !== this.studyId) {
       this.studyId = studyId;
       this.queue = null;
+      this.detail = null;
+      this.detailError = null;
+      this.kept = new Map();
       this.audit = null;
       this.auditError = null;
       this.error = null;
@@ -88,7 +118,7 @@ export class ReviewModel {
   }
 
   private keepCurrent(change: () => void): void {
-    const keep = this.current?.pair_id;
+    const keep = this.currentRow?.pair_id;
     change();
     const at = keep === undefined ? -1 : this.pairs.findIndex((p) => p.pair_id === keep);
     if (at >= 0) this.index = at;
@@ -104,12 +134,14 @@ export class ReviewModel {
     const studyId = this.studyId;
     if (studyId === null) return;
     const seq = ++this.seq;
-    const keep = this.current?.pair_id;
+    const keep = this.currentRow?.pair_id;
     this.state = 'loading';
     try {
-      const queue = await reviewQueue(studyId, this.filter);
+      const queue = await reviewIndex(studyId, this.filter);
       if (seq !== this.seq) return;
       this.queue = queue;
+      // Read again: another process may have labelled or relabelled them.
+      this.kept = new Map();
       const at = keep === undefined ? -1 : this.pairs.findIndex((p) => p.pair_id === keep);
       if (at >= 0) this.index = at;
       else this.select(0, true);
@@ -147,6 +179,59 @@ export class ReviewModel {
     if (changed || this.labelError) {
       this.note = this.pairs[i]?.note ?? '';
       this.labelError = null;
+    }
+    void this.loadDetail(reload);
+  }
+
+  /** Reads the current pair whole (from the kept ones when it is there), then the next one ahead. */
+  async loadDetail(again = false): Promise<void> {
+    const row = this.currentRow;
+    if (!row) {
+      this.detail = null;
+      this.detailError = null;
+      return;
+    }
+    const id = row.pair_id;
+    if (again) this.kept.delete(id);
+    const seq = ++this.detailSeq;
+    const kept = this.kept.get(id);
+    if (kept) {
+      this.detail = kept;
+      this.detailError = null;
+    } else {
+      if (this.detail?.pair_id !== id) this.detail = null;
+      this.detailError = null;
+      try {
+        const pair = await reviewPair(id);
+        this.keep(pair);
+        if (seq !== this.detailSeq) return;
+        this.detail = pair;
+      } catch (reason) {
+        if (seq !== this.detailSeq) return;
+        this.detail = null;
+        this.detailError = toAppError(reason);
+        return;
+      }
+    }
+    // The next pair, read ahead: labelling moves to it.
+    const next = this.pairs[this.index + 1];
+    if (next && !this.kept.has(next.pair_id)) {
+      reviewPair(next.pair_id).then(
+        (pair) => this.keep(pair),
+        () => {
+          /* read again when it becomes current, and its error shown then */
+        },
+      );
+    }
+  }
+
+  private keep(pair: Pair): void {
+    this.kept.delete(pair.pair_id);
+    this.kept.set(pair.pair_id, pair);
+    while (this.kept.size > KEPT_PAIRS) {
+      const oldest = this.kept.keys().next().value;
+      if (oldest === undefined) break;
+      this.kept.delete(oldest);
     }
   }
 
@@ -197,21 +282,21 @@ export class ReviewModel {
       this.seq++;
       const queue = this.queue;
       if (queue) {
-        const at = queue.pairs.findIndex((p) => p.pair_id === pair.pair_id);
+        const at = queue.rows.findIndex((p) => p.pair_id === pair.pair_id);
         if (at >= 0) {
-          const before = queue.pairs[at]!;
-          const updated: Pair = {
+          const before = queue.rows[at]!;
+          const updated: ReviewRow = {
             ...before,
             label: outcome.label,
             note,
             candidate_is_a: outcome.candidate_is_a,
             unblinded: outcome.unblinded,
           };
-          const pairs = queue.pairs.slice();
-          pairs[at] = updated;
+          const rows = queue.rows.slice();
+          rows[at] = updated;
           this.queue = {
             ...queue,
-            pairs,
+            rows,
             labelled: queue.labelled + (before.label === null ? 1 : 0),
           };
         }
