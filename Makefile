@@ -80,7 +80,8 @@ test-tools: llm
 # example. KVGATE_BENCH_ONLY=analyze (envelope, import, tokenize, weights, dispatch) picks one.
 bench: setup llm
 	.llm/venv/bin/pip install -q --disable-pip-version-check tokenizers==0.22.2 pandas==2.2.3 scipy==1.17.1 aiohttp==3.14.5
-	$(CARGO) build -q --release -p kvgate-cli -p kvgate-bench -p kvgate-runner --bin kvgate --bin kvgate-bench --example dispatch_bench
+	npm run build
+	$(CARGO) build -q --release -p kvgate-cli -p kvgate-bench -p kvgate-runner -p kvgate-desktop --bin kvgate --bin kvgate-bench --bin kvgate-desktop --example dispatch_bench
 	KVGATE_BENCH_PYTHON=$(CURDIR)/.llm/venv/bin/python "$(TARGET_DIR)/release/kvgate-bench"
 
 ## Regenerate the TypeScript bindings and JSON Schemas from the Rust types.

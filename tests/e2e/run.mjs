@@ -3,6 +3,7 @@
 // temporary database. Xvfb, the driver and the app are stopped by PID, on failure too.
 //
 // Usage: node tests/e2e/run.mjs [journey-name-substring …]
+//        node tests/e2e/run.mjs --bench [name …]   the bench journeys of tests/e2e/bench (make bench)
 // Env:   KVGATE_APP  path of the app binary (default: <cargo target dir>/debug/kvgate-desktop)
 //        KVGATE_CLI  path of the CLI binary journeys seed data with (default: `kvgate` beside the app)
 
@@ -127,8 +128,8 @@ async function startDriver(display, dataDir, saveDir) {
   }
 }
 
-async function loadJourneys(filters) {
-  const dir = join(here, 'journeys');
+async function loadJourneys(filters, folder = 'journeys') {
+  const dir = join(here, folder);
   const journeys = [];
   for (const file of readdirSync(dir).filter((f) => f.endsWith('.mjs')).sort()) {
     const mod = await import(pathToFileURL(join(dir, file)).href);
@@ -144,7 +145,9 @@ async function main() {
   const work = mkdtempSync(join(tmpdir(), 'kvgate-e2e-'));
   const artifacts = join(targetDir(), 'e2e');
   mkdirSync(artifacts, { recursive: true });
-  const journeys = await loadJourneys(process.argv.slice(2));
+  const args = process.argv.slice(2);
+  const bench = args[0] === '--bench';
+  const journeys = await loadJourneys(bench ? args.slice(1) : args, bench ? 'bench' : 'journeys');
   let passed = 0;
   let failed = 0;
   try {

@@ -34,7 +34,7 @@ const STUDY: &str = "bench";
 /// Load runs' arrivals span this long whatever their size; the goodput interval covers 60 %.
 const LOAD_SPAN_S: f64 = 4000.0;
 
-const POLICY: &str = r#"{
+pub(crate) const POLICY: &str = r#"{
   "classes": [
     {"name": "short", "max_input_tokens": 1023, "slo": {"ttft_ms": 400, "itl_ms": 25, "e2e_ms": 2500}},
     {"name": "medium", "max_input_tokens": 2047, "slo": {"ttft_ms": 800, "itl_ms": 30, "e2e_ms": 4000}},
@@ -57,7 +57,7 @@ const TASKS: [&str; 4] = ["literal", "numeric", "multi_document", "business_rule
 const ANSWERS: [&str; 2] = ["present", "absent"];
 
 /// One fixture item: its id and the strata indexes the generator uses.
-struct Item {
+pub(crate) struct Item {
     id: String,
     length: usize,
     /// Chance that B0 answers it right.
@@ -66,7 +66,7 @@ struct Item {
     candidate_drop: f64,
 }
 
-fn items(n: usize) -> Vec<Item> {
+pub(crate) fn items(n: usize) -> Vec<Item> {
     let strata = LANGUAGES.len() * LENGTHS.len() * POSITIONS.len() * TASKS.len() * ANSWERS.len();
     (0..n)
         .map(|i| {
@@ -122,16 +122,18 @@ fn answers_right(item: usize, it: &Item, candidate: bool, pass: u64) -> bool {
     right != flip
 }
 
-struct RunSpec {
-    cell: &'static str,
-    candidate: bool,
-    kind: &'static str,
-    requests: usize,
+pub(crate) struct RunSpec {
+    pub(crate) cell: &'static str,
+    pub(crate) candidate: bool,
+    pub(crate) kind: &'static str,
+    pub(crate) requests: usize,
     /// Run-clock arrivals per second.
-    rate: f64,
-    judged: bool,
-    pass: u64,
-    seed: u64,
+    pub(crate) rate: f64,
+    pub(crate) judged: bool,
+    pub(crate) pass: u64,
+    pub(crate) seed: u64,
+    /// Every answered request accepted (`Some(true)`) or rejected, instead of drawn.
+    pub(crate) accept: Option<bool>,
 }
 
 pub(crate) fn verdict(accepted: bool, reason: ReasonCode) -> Verdict {
@@ -267,10 +269,11 @@ fn request(
     }
     let verdict = spec.judged.then(|| {
         let ok = record.status == RequestStatus::Ok;
-        verdict(
-            ok && answers_right(item_no, item, spec.candidate, spec.pass),
-            reason,
-        )
+        let right = match spec.accept {
+            Some(all) => all,
+            None => answers_right(item_no, item, spec.candidate, spec.pass),
+        };
+        verdict(ok && right, reason)
     });
     RunFileRequest {
         record,
@@ -303,7 +306,12 @@ fn compatibility(cell: &str, kv: &str, mib: f64) -> RunFileEvidence {
 }
 
 /// Writes one run as a `kvgate-run` file.
-fn write_run(path: &Path, spec: &RunSpec, digest: &str, items: &[Item]) -> Result<(), String> {
+pub(crate) fn write_run(
+    path: &Path,
+    spec: &RunSpec,
+    digest: &str,
+    items: &[Item],
+) -> Result<(), String> {
     let mut rng = Rng::new(0x6b76_6761_7465_0100 ^ spec.seed);
     let mut requests = Vec::with_capacity(spec.requests + 4);
     let mut clock = 0.0;
@@ -605,6 +613,7 @@ fn build_workspace(kvgate: &Path, db: &Path, dir: &Path, n: usize) -> Result<(),
                 judged,
                 pass: round,
                 seed: specs.len() as u64 + 1,
+                accept: None,
             });
         }
     }

@@ -13,6 +13,7 @@ mod analyze;
 mod dispatch;
 mod envelope;
 mod import;
+mod review;
 
 use kvgate_core::fixtures::{generate_corpus, FixtureOptions, Preset, Split, TokenCounter};
 use kvgate_formats::tokenizer::PinnedTokenizer;
@@ -256,16 +257,17 @@ fn main() {
     }
     let mut rows = Vec::new();
     let mut failed = false;
-    // `KVGATE_BENCH_ONLY=import` (or tokenize, weights, dispatch, analyze, envelope;
+    // `KVGATE_BENCH_ONLY=import` (or tokenize, weights, dispatch, analyze, envelope, review;
     // comma-separated) runs only those.
     let only = std::env::var("KVGATE_BENCH_ONLY").ok();
-    let benches: [(&str, Bench); 6] = [
+    let benches: [(&str, Bench); 7] = [
         ("tokenize", || tokenization().map(|r| vec![r])),
         ("weights", || weights_hashing().map(|r| vec![r])),
         ("dispatch", dispatch::dispatch_benchmark),
         ("import", import::import_benchmark),
         ("analyze", analyze::analyze_benchmark),
         ("envelope", envelope::envelope_benchmark),
+        ("review", review::review_benchmark),
     ];
     for (name, bench) in benches {
         if only
