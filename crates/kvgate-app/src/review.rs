@@ -225,12 +225,15 @@ fn same_prompt(x: &Option<String>, y: &Option<String>) -> bool {
     }
 }
 
+/// A corpus folder and the items digest a run recorded for it.
+type CorpusKey = (String, String);
+
 /// The items of a corpus folder by id, when its items digest is the one a run recorded.
 type CorpusItems = Arc<HashMap<String, FixtureItem>>;
 
 /// The last corpus a pair was shown from: consecutive pairs come from the same one.
 #[derive(Clone, Default)]
-pub(crate) struct ReviewCorpus(Arc<Mutex<Option<((String, String), CorpusItems)>>>);
+pub(crate) struct ReviewCorpus(Arc<Mutex<Option<(CorpusKey, CorpusItems)>>>);
 
 impl std::fmt::Debug for ReviewCorpus {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
