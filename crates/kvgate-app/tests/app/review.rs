@@ -439,7 +439,7 @@ async fn the_review_list_is_the_queue_without_answers_and_each_pair_reads_alone(
         .into_iter()
         .find(|s| !s.accepted)
         .expect("a disagreement has a rejected side");
-    let reason = serde_json::to_value(&rejected.verdict.reasons[0]).unwrap();
+    let reason = serde_json::to_value(rejected.verdict.reasons[0]).unwrap();
     let filters = [
         ReviewFilter::default(),
         ReviewFilter {
