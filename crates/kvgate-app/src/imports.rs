@@ -71,6 +71,9 @@ pub struct ImportInput {
 #[serde(rename_all = "snake_case")]
 pub enum ImportPhase {
     Reading,
+    /// A preview reads the rows of a file whose rows are read when they are stored (a vLLM
+    /// result): `rows_stored` counts the rows checked, none kept.
+    Checking,
     Storing,
     Done,
 }
@@ -82,6 +85,7 @@ pub struct ImportEvent {
     pub phase: ImportPhase,
     pub bytes_read: u64,
     pub total_bytes: u64,
+    /// Rows stored (or, while checking, rows checked).
     pub rows_stored: u64,
     pub total_rows: u64,
 }
@@ -713,7 +717,8 @@ impl App {
                 ),
             )
         })?;
-        let mut read = self.read_with_progress(input, Arc::new(on_event)).await?;
+        let on_event: Arc<dyn Fn(ImportEvent) + Send + Sync> = Arc::new(on_event);
+        let mut read = self.read_with_progress(input, on_event.clone()).await?;
         check_binding(&read, &read.input.cell, &digest)?;
         // Rows read while they are stored are read once now, keeping none: a row the commit
         // would refuse is refused here, and the preview counts them.
@@ -724,7 +729,33 @@ impl App {
             else {
                 unreachable!("matched above")
             };
-            let (file, reads) = streamed::check_rows(file, &read.input.path).await?;
+            let checked_rows = Arc::new(AtomicU64::new(0));
+            let (job, bytes, total) = (read.input.job.clone(), read.bytes, file.request_count());
+            let checking = move |rows: u64| ImportEvent {
+                job: job.clone(),
+                phase: ImportPhase::Checking,
+                bytes_read: bytes,
+                total_bytes: bytes,
+                rows_stored: rows,
+                total_rows: total,
+            };
+            let ticker = {
+                let checked_rows = checked_rows.clone();
+                let on_event = on_event.clone();
+                let checking = checking.clone();
+                tokio::spawn(async move {
+                    loop {
+                        on_event(checking(checked_rows.load(Ordering::Relaxed)));
+                        tokio::time::sleep(Duration::from_millis(250)).await;
+                    }
+                })
+            };
+            let result = streamed::check_rows(file, &read.input.path, checked_rows.clone()).await;
+            ticker.abort();
+            // Stopped before the last count is told, so nothing older follows it.
+            let _ = ticker.await;
+            let (file, reads) = result?;
+            on_event(checking(checked_rows.load(Ordering::Relaxed)));
             read.content = Content::Streamed(file);
             checked = Some(reads);
         }

@@ -4,6 +4,7 @@
 //! its rows are read: a file that changed since it was read is refused and nothing is stored.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use kvgate_formats::import::vllm_bench::stream::{RowsRead, StreamedFile};
@@ -26,15 +27,23 @@ const BATCHES_WAITING: usize = 4;
 pub(super) async fn check_rows(
     file: Box<StreamedFile>,
     path: &str,
+    checked: Arc<AtomicU64>,
 ) -> Result<(Box<StreamedFile>, Vec<RowsRead>), AppError> {
     let path = PathBuf::from(path);
     tokio::task::spawn_blocking(move || {
         let mut reads = Vec::with_capacity(file.import.runs.len());
         for k in 0..file.import.runs.len() {
             let mut rows = file.rows(k, &path).map_err(import_error)?;
+            let mut since = 0u64;
             for row in rows.by_ref() {
                 row.map_err(import_error)?;
+                since += 1;
+                if since == ROWS_PER_BATCH as u64 {
+                    checked.fetch_add(since, Ordering::Relaxed);
+                    since = 0;
+                }
             }
+            checked.fetch_add(since, Ordering::Relaxed);
             reads.push(rows.finish().map_err(import_error)?);
         }
         Ok((file, reads))

@@ -551,7 +551,15 @@ async fn a_preview_stores_nothing_and_its_commit_stores_exactly_what_was_preview
         .unwrap();
     events.extend(rx.try_iter());
     assert_eq!(counts(&app).await, before, "a preview stores nothing");
-    assert!(events.iter().all(|e| e.phase == ImportPhase::Reading));
+    // Read, then its rows checked (a vLLM result's rows are read again when stored).
+    assert!(events
+        .iter()
+        .all(|e| matches!(e.phase, ImportPhase::Reading | ImportPhase::Checking)));
+    let last = events.last().unwrap();
+    assert_eq!(
+        (last.phase, last.rows_stored, last.total_rows),
+        (ImportPhase::Checking, 40, 40)
+    );
     assert_eq!(preview.format, "vllm-bench");
     assert_eq!(
         preview.parser_version,

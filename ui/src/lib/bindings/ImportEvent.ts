@@ -4,4 +4,8 @@ import type { ImportPhase } from "./ImportPhase";
 /**
  * A progress report of an import.
  */
-export type ImportEvent = { job: string | null, phase: ImportPhase, bytes_read: number, total_bytes: number, rows_stored: number, total_rows: number, };
+export type ImportEvent = { job: string | null, phase: ImportPhase, bytes_read: number, total_bytes: number, 
+/**
+ * Rows stored (or, while checking, rows checked).
+ */
+rows_stored: number, total_rows: number, };

@@ -3,4 +3,4 @@
 /**
  * Where an import stands, for progress bars.
  */
-export type ImportPhase = "reading" | "storing" | "done";
+export type ImportPhase = "reading" | "checking" | "storing" | "done";

@@ -161,6 +161,10 @@ describe('import progress', () => {
     const storing = event({ phase: 'storing', bytes_read: 3487, total_bytes: 3487, rows_stored: 500, total_rows: 1000 });
     expect(importBar(storing)).toEqual({ value: 500, max: 1000 });
     expect(importProgressText(storing)).toBe('storing 500 of 1,000 request rows');
+    // A vLLM result's preview checks its rows (keeping none) before anything is stored.
+    const checking = event({ phase: 'checking', bytes_read: 3487, total_bytes: 3487, rows_stored: 250, total_rows: 1000 });
+    expect(importBar(checking)).toEqual({ value: 250, max: 1000 });
+    expect(importProgressText(checking)).toBe('checking 250 of 1,000 request rows');
     expect(importProgressText(event({ phase: 'done' }))).toBe('stored');
   });
 

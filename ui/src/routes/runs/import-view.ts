@@ -137,7 +137,7 @@ export function granularityBadge(granularity: string): { label: string; title: s
 
 /** `<progress>` attributes of an import, `null` when the total is not known (a bar without value). */
 export function importBar(event: ImportEvent): { value: number; max: number } | null {
-  if (event.phase === 'storing') {
+  if (event.phase === 'storing' || event.phase === 'checking') {
     if (event.total_rows <= 0) return null;
     return { value: Math.min(event.rows_stored, event.total_rows), max: event.total_rows };
   }
@@ -146,11 +146,14 @@ export function importBar(event: ImportEvent): { value: number; max: number } | 
   return { value: Math.min(event.bytes_read, event.total_bytes), max: event.total_bytes };
 }
 
-/** "reading 1.00 KiB of 3.41 KiB", "storing 500 of 1,000 request rows", "stored". */
+/** "reading 1.00 KiB of 3.41 KiB", "checking 500 of 1,000 request rows", "storing 500 of 1,000 request
+ * rows", "stored". */
 export function importProgressText(event: ImportEvent): string {
   switch (event.phase) {
     case 'reading':
       return `reading ${formatBytes(event.bytes_read)} of ${formatBytes(event.total_bytes)}`;
+    case 'checking':
+      return `checking ${formatCount(event.rows_stored)} of ${formatCount(event.total_rows)} request rows`;
     case 'storing':
       return `storing ${formatCount(event.rows_stored)} of ${formatCount(event.total_rows)} request rows`;
     case 'done':
