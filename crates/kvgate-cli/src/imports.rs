@@ -87,6 +87,10 @@ fn progress_printer(name: String) -> impl Fn(ImportEvent) + Send + Sync + 'stati
                 e.bytes_read as f64 / 1048576.0,
                 e.total_bytes as f64 / 1048576.0
             ),
+            ImportPhase::Checking => format!(
+                "{name}: checking {} / {} request rows",
+                e.rows_stored, e.total_rows
+            ),
             ImportPhase::Storing => format!(
                 "{name}: storing {} / {} request rows",
                 e.rows_stored, e.total_rows
