@@ -25,13 +25,13 @@ mod versions;
 pub use error::StoreError;
 pub use imports::{AggregateRow, ImportRecord, ImportedRun, NewImport, StreamedRows};
 pub use manifests::ManifestRecord;
-pub use measured::{MeasuredRequest, MEASURED_REQUESTS_SQL};
+pub use measured::{JudgedRequest, MeasuredRequest, MEASURED_REQUESTS_SQL};
 pub use policies::PolicyRecord;
 pub use recovery::RecoveryPlanRecord;
 pub use review::AdjudicationRow;
 pub use runs::{
-    Granularity, HarnessReference, ImportedRequest, JudgedRow, MetricScrapeRow, NewRun,
-    RequestRowSource, RunEvidence, RunKind, RunProvenance, RunRecord, RunState, StoredRequest,
+    Granularity, HarnessReference, ImportedRequest, MetricScrapeRow, NewRun, RequestRowSource,
+    RunEvidence, RunKind, RunProvenance, RunRecord, RunState, StoredRequest,
 };
 pub use settings::Setting;
 

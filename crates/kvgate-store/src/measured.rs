@@ -195,4 +195,95 @@ impl Store {
         }
         Ok(n)
     }
+
+    /// Calls `each` with every judged measured request of run `run_id` (item, pass, prompt
+    /// digest, accepted; the verdict's reason codes when `with_reasons`), in plan order: what a
+    /// review queue lists, stepped through SQLite's own API as the measured read is.
+    pub async fn for_each_judged_request(
+        &self,
+        run_id: i64,
+        with_reasons: bool,
+        mut each: impl FnMut(JudgedRequest<'_>),
+    ) -> Result<u64, StoreError> {
+        let sql = if with_reasons {
+            JUDGED_WITH_REASONS_SQL
+        } else {
+            JUDGED_SQL
+        };
+        let mut conn = self.pool.acquire().await?;
+        let mut handle = conn.lock_handle().await?;
+        let db = handle.as_raw_handle().as_ptr();
+        let mut n = 0;
+        // SAFETY: as in `for_each_measured_request`.
+        unsafe {
+            let mut raw = std::ptr::null_mut();
+            let rc = ffi::sqlite3_prepare_v2(
+                db,
+                sql.as_ptr().cast(),
+                sql.len() as c_int,
+                &mut raw,
+                std::ptr::null_mut(),
+            );
+            if rc != ffi::SQLITE_OK {
+                return Err(sqlite_error(db, "preparing the judged requests"));
+            }
+            let stmt = Statement(raw);
+            if ffi::sqlite3_bind_int64(stmt.0, 1, run_id) != ffi::SQLITE_OK {
+                return Err(sqlite_error(db, "binding the run"));
+            }
+            loop {
+                match ffi::sqlite3_step(stmt.0) {
+                    ffi::SQLITE_ROW => {}
+                    ffi::SQLITE_DONE => break,
+                    _ => return Err(sqlite_error(db, "reading the judged requests")),
+                }
+                let s = stmt.0;
+                let text = |i: c_int, column: &'static str| -> Result<Option<&str>, StoreError> {
+                    match opt_text(s, i) {
+                        None => Ok(None),
+                        Some(bytes) => std::str::from_utf8(bytes)
+                            .map(Some)
+                            .map_err(|_| corrupt(run_id, column, "UTF-8 text", bytes)),
+                    }
+                };
+                let item_id = text(1, "item_id")?.unwrap_or_default();
+                let repeat = ffi::sqlite3_column_int64(s, 0);
+                each(JudgedRequest {
+                    repeat: u32::try_from(repeat).unwrap_or(u32::MAX),
+                    item_id,
+                    prompt_sha256: text(2, "prompt_sha256")?,
+                    accepted: ffi::sqlite3_column_int64(s, 3) != 0,
+                    reasons_json: if with_reasons {
+                        text(4, "verdict_reasons_json")?
+                    } else {
+                        None
+                    },
+                });
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
 }
+
+/// One judged measured request, reduced to what a review queue lists. Borrowed from the row:
+/// valid for the call it is handed to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JudgedRequest<'a> {
+    pub repeat: u32,
+    pub item_id: &'a str,
+    pub prompt_sha256: Option<&'a str>,
+    pub accepted: bool,
+    /// The verdict's reason codes (a JSON array), when asked for.
+    pub reasons_json: Option<&'a str>,
+}
+
+/// The judged requests of a run, from the measured index alone.
+const JUDGED_SQL: &str = "SELECT repeat, item_id, prompt_sha256, verdict_accepted \
+     FROM run_requests WHERE run_id = ? AND warmup = 0 AND item_id IS NOT NULL \
+     AND verdict_accepted IS NOT NULL ORDER BY idx";
+
+/// The same with the verdicts' reasons (read from the rows).
+const JUDGED_WITH_REASONS_SQL: &str = "SELECT repeat, item_id, prompt_sha256, verdict_accepted, \
+     verdict_reasons_json FROM run_requests WHERE run_id = ? AND warmup = 0 \
+     AND item_id IS NOT NULL AND verdict_accepted IS NOT NULL ORDER BY idx";

@@ -114,6 +114,15 @@ async fn append_event(
 impl Store {
     /// The seed of the study's blind order, recorded with `fresh` the first time it is asked.
     pub async fn review_seed(&self, study_id: i64, fresh: &str) -> Result<String, StoreError> {
+        // Recorded once: a read after that (no write transaction per pair shown).
+        let recorded: Option<String> =
+            sqlx::query_scalar("SELECT seed FROM review_queues WHERE study_id = ?")
+                .bind(study_id)
+                .fetch_optional(&self.pool)
+                .await?;
+        if let Some(seed) = recorded {
+            return Ok(seed);
+        }
         sqlx::query(
             "INSERT OR IGNORE INTO review_queues (study_id, seed, created_at) VALUES (?, ?, ?)",
         )

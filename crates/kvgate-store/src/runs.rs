@@ -391,18 +391,6 @@ pub trait RequestRowSource {
 
 pub use kvgate_formats::import::HarnessReference;
 
-/// A judged measured request as a review queue lists it: which item, which pass, the prompt's
-/// digest and whether it was accepted (the reasons only when asked for).
-#[derive(Debug, Clone, PartialEq)]
-pub struct JudgedRow {
-    pub repeat: u32,
-    pub item_id: String,
-    pub prompt_sha256: Option<String>,
-    pub accepted: bool,
-    /// The verdict's reason codes, a JSON array, when asked for.
-    pub reasons_json: Option<String>,
-}
-
 impl RequestRowSource for StoredRequest {
     fn record(&self) -> &RequestRecord {
         &self.record
@@ -1118,43 +1106,6 @@ impl Store {
         .fetch_all(&self.pool)
         .await?;
         Ok(rows)
-    }
-
-    /// The judged measured requests of a run, reduced to what a review queue lists (no texts):
-    /// read from the measured index alone unless `with_reasons` asks for the verdicts' reasons.
-    pub async fn judged_rows(
-        &self,
-        run_id: i64,
-        with_reasons: bool,
-    ) -> Result<Vec<JudgedRow>, StoreError> {
-        let sql = if with_reasons {
-            "SELECT repeat, item_id, prompt_sha256, verdict_accepted, verdict_reasons_json \
-             FROM run_requests WHERE run_id = ? AND warmup = 0 AND item_id IS NOT NULL \
-             AND verdict_accepted IS NOT NULL ORDER BY idx"
-        } else {
-            "SELECT repeat, item_id, prompt_sha256, verdict_accepted, NULL AS verdict_reasons_json \
-             FROM run_requests WHERE run_id = ? AND warmup = 0 AND item_id IS NOT NULL \
-             AND verdict_accepted IS NOT NULL ORDER BY idx"
-        };
-        let rows = sqlx::query(sql).bind(run_id).fetch_all(&self.pool).await?;
-        rows.iter()
-            .map(|row| {
-                let repeat: i64 = row.try_get("repeat")?;
-                Ok(JudgedRow {
-                    repeat: u32::try_from(repeat).map_err(|_| StoreError::Corrupt {
-                        table: "run_requests",
-                        row: run_id,
-                        column: "repeat",
-                        expected: "a repeat number ≥ 0",
-                        found: repeat.to_string(),
-                    })?,
-                    item_id: row.try_get("item_id")?,
-                    prompt_sha256: row.try_get("prompt_sha256")?,
-                    accepted: row.try_get::<i64, _>("verdict_accepted")? != 0,
-                    reasons_json: row.try_get("verdict_reasons_json")?,
-                })
-            })
-            .collect()
     }
 
     /// The first judged measured request of `item_id` in run `run_id` (lowest repeat, then
