@@ -184,10 +184,46 @@ pub struct ReviewIndex {
     pub labelled: u64,
 }
 
+/// The sha256 of a prompt as recorded: 32 bytes when it is 64 hex digits (no allocation per
+/// row), else the text as stored.
+#[derive(PartialEq)]
+enum PromptDigest {
+    Bytes([u8; 32]),
+    Text(Box<str>),
+}
+
+impl PromptDigest {
+    fn of(hex: &str) -> PromptDigest {
+        let mut out = [0u8; 32];
+        let b = hex.as_bytes();
+        let digit = |c: u8| match c {
+            b'0'..=b'9' => Some(c - b'0'),
+            b'a'..=b'f' => Some(c - b'a' + 10),
+            _ => None,
+        };
+        if b.len() == 64 {
+            let mut ok = true;
+            for (k, o) in out.iter_mut().enumerate() {
+                match (digit(b[2 * k]), digit(b[2 * k + 1])) {
+                    (Some(h), Some(l)) => *o = h << 4 | l,
+                    _ => {
+                        ok = false;
+                        break;
+                    }
+                }
+            }
+            if ok {
+                return PromptDigest::Bytes(out);
+            }
+        }
+        PromptDigest::Text(hex.into())
+    }
+}
+
 /// A cell's first pass of an item (lowest run id, then repeat), as the queue lists it.
 struct Pass {
     key: (i64, u32),
-    prompt: Option<String>,
+    prompt: Option<PromptDigest>,
     accepted: bool,
     /// Reason codes, when the filter asks for them.
     reasons: Vec<String>,
@@ -218,7 +254,7 @@ fn corpus_of(config_json: &str) -> Option<(String, String)> {
 
 /// Whether two passes were sent the same prompt: unknown (a digest not recorded) counts as the
 /// same, as in the analysis.
-fn same_prompt(x: &Option<String>, y: &Option<String>) -> bool {
+fn same_prompt<T: PartialEq>(x: &Option<T>, y: &Option<T>) -> bool {
     match (x, y) {
         (Some(x), Some(y)) => x == y,
         _ => true,
@@ -279,37 +315,42 @@ struct Judged {
 
 impl App {
     /// The first pass per item of each cell's quality runs (lowest run id, then repeat), without
-    /// texts; with the verdicts' reasons when `reasons` asks.
+    /// texts; with the verdicts' reasons when `reasons` asks. Each cell's passes are sorted by
+    /// item, so the pairs are a merge of two sorted lists (no hashing of 100,000s of ids).
     async fn first_passes(
         &self,
         study_id: i64,
         reasons: bool,
-    ) -> Result<HashMap<String, HashMap<String, Pass>>, AppError> {
-        let mut out: HashMap<String, HashMap<String, Pass>> = HashMap::new();
+    ) -> Result<HashMap<String, Vec<(Box<str>, Pass)>>, AppError> {
+        let mut out: HashMap<String, Vec<(Box<str>, Pass)>> = HashMap::new();
         for run in self.store.list_runs(study_id).await? {
             if run.kind != RunKind::Quality || run.state == kvgate_store::RunState::Running {
                 continue;
             }
-            let per_item = out.entry(run.cell.clone()).or_default();
-            for r in self.store.judged_rows(run.id, reasons).await? {
-                let key = (run.id, r.repeat);
-                if per_item.get(&r.item_id).is_none_or(|p| key < p.key) {
+            let passes = out.entry(run.cell.clone()).or_default();
+            self.store
+                .for_each_judged_request(run.id, reasons, |r| {
                     let reasons = r
                         .reasons_json
-                        .as_deref()
                         .and_then(|j| serde_json::from_str(j).ok())
                         .unwrap_or_default();
-                    per_item.insert(
-                        r.item_id,
+                    passes.push((
+                        r.item_id.into(),
                         Pass {
-                            key,
-                            prompt: r.prompt_sha256,
+                            key: (run.id, r.repeat),
+                            prompt: r.prompt_sha256.map(PromptDigest::of),
                             accepted: r.accepted,
                             reasons,
                         },
-                    );
-                }
-            }
+                    ));
+                })
+                .await?;
+        }
+        for passes in out.values_mut() {
+            // By item, then pass: the first of each item is its first pass (a stable sort keeps
+            // the plan order of equal passes, as the earlier reading did).
+            passes.sort_by(|(a, x), (b, y)| a.cmp(b).then(x.key.cmp(&y.key)));
+            passes.dedup_by(|(later, _), (first, _)| later == first);
         }
         Ok(out)
     }
@@ -402,18 +443,16 @@ impl App {
         for cell in cells {
             let cand = &passes[&cell];
             disagreements.entry(cell.clone()).or_insert(0);
-            // Not the same prompt (both digests recorded and different): not a pair, as in the
-            // analysis, which lists it as unpaired.
-            let mut items: Vec<&String> = cand
-                .keys()
-                .filter(|i| {
-                    b0.get(*i)
-                        .is_some_and(|x| same_prompt(&x.prompt, &cand[*i].prompt))
-                })
-                .collect();
-            items.sort();
-            for item in items {
-                let (x, y) = (&b0[item], &cand[item]);
+            // Both sorted by item: walk them side by side. Not the same prompt (both digests
+            // recorded and different): not a pair, as in the analysis, which lists it as
+            // unpaired.
+            let mut b0_at = b0.iter().peekable();
+            let both = cand.iter().filter_map(|(item, y)| {
+                while b0_at.next_if(|(i, _)| i < item).is_some() {}
+                let (_, x) = b0_at.next_if(|(i, _)| i == item)?;
+                same_prompt(&x.prompt, &y.prompt).then_some((item, x, y))
+            });
+            for (item, x, y) in both {
                 let disagreement = x.accepted != y.accepted;
                 if disagreement {
                     *disagreements.entry(cell.clone()).or_insert(0) += 1;
@@ -421,6 +460,7 @@ impl App {
                 if filter.candidate.as_ref().is_some_and(|c| c != &cell) {
                     continue;
                 }
+                let item: &str = item;
                 let strata = ItemStrata::from_item_id(item);
                 if filter.strata != SegmentFilter::default()
                     && !filter.strata.matches_item(item, strata.as_ref())
@@ -438,7 +478,7 @@ impl App {
                     candidate_is_a: label.map(|_| candidate_is_a(&seed, &id)),
                     pair_id: id,
                     candidate: cell.clone(),
-                    item_id: item.clone(),
+                    item_id: item.to_owned(),
                     strata,
                     disagreement,
                     label: label.and_then(|l| AdjudicationLabel::parse(&l.label)),
