@@ -25,7 +25,10 @@ use kvgate_core::validator::{ReasonCode, Verdict};
 use kvgate_formats::run_file::{RunFileEvidence, RunFileHeader, RunFileRequest, RUN_FILE_FORMAT};
 use serde_json::{json, Value};
 
-use crate::import::{count_name, kvgate_binary, measure, run_ok, Measured, Rng};
+use crate::import::{
+    count_name, import_run_file, kvgate_binary, lock_policy, measure, study_with_cells, Measured,
+    Rng, TWO_CELLS,
+};
 use crate::{root, Row};
 
 const DEFAULT_REQUESTS: usize = 1_000_000;
@@ -570,25 +573,8 @@ fn check(ours: &Value, theirs: &Value) -> Result<usize, String> {
 /// A fresh workspace at `db`: the study, both frozen cells, the runs imported with
 /// `kvgate import` and the policy locked with `kvgate policy lock`.
 fn build_workspace(kvgate: &Path, db: &Path, dir: &Path, n: usize) -> Result<(), String> {
-    let kv = |args: &[&str]| {
-        let mut c = Command::new(kvgate);
-        c.arg("--db").arg(db).args(args).env_remove("KVGATE_DB");
-        c
-    };
     let started = Instant::now();
-    run_ok(&mut kv(&["study", "create", STUDY]))?;
-    let mut digests = Vec::new();
-    for file in ["smollm2-135m-cpu-b0.json", "smollm2-135m-cpu-q8.json"] {
-        let manifest = root().join("fixtures/manifests").join(file);
-        let out = run_ok(&mut kv(&[
-            "manifest",
-            "freeze",
-            "--study",
-            STUDY,
-            manifest.to_str().ok_or("non-UTF-8 path")?,
-        ]))?;
-        digests.push(out.trim().to_owned());
-    }
+    let digests = study_with_cells(kvgate, db, STUDY, &TWO_CELLS)?;
     let quality = n / 10;
     let load = (n / 2 - quality) / 2;
     let all = items(quality);
@@ -621,26 +607,12 @@ fn build_workspace(kvgate: &Path, db: &Path, dir: &Path, n: usize) -> Result<(),
         let file = dir.join(format!("run-{}.kvgate-run.jsonl", spec.seed));
         let digest = &digests[usize::from(spec.candidate)];
         write_run(&file, spec, digest, &all)?;
-        let mut import = kv(&[
-            "import", "--study", STUDY, "--cell", spec.cell, "--format", "jsonl",
-        ]);
-        import.arg(&file);
-        run_ok(&mut import)?;
+        import_run_file(kvgate, db, STUDY, spec.cell, &file)?;
         let _ = std::fs::remove_file(&file);
     }
     let policy = dir.join("policy.json");
     std::fs::write(&policy, POLICY).map_err(|e| e.to_string())?;
-    let policy_path = policy.to_str().ok_or("non-UTF-8 path")?;
-    run_ok(&mut kv(&[
-        "policy",
-        "lock",
-        "--study",
-        STUDY,
-        "--file",
-        policy_path,
-        "--by",
-        "bench",
-    ]))?;
+    lock_policy(kvgate, db, STUDY, &policy)?;
     let db_mb = std::fs::metadata(db).map_err(|e| e.to_string())?.len() as f64 / 1e6;
     eprintln!(
         "analyze benchmark: {n} requests in {:.0} MB generated and imported in {:.0} s",

@@ -40,7 +40,9 @@ use kvgate_formats::run_file::{RunFileEvidence, RunFileHeader, RunFileRequest, R
 use serde_json::{json, Value};
 
 use crate::analyze::{best_of, in_process, verdict};
-use crate::import::{count_name, kvgate_binary, run_ok, Rng};
+use crate::import::{
+    count_name, kv_command, kvgate_binary, lock_policy, run_ok, study_with_cells, Rng,
+};
 use crate::{root, Row};
 
 const DEFAULT_REQUESTS: usize = 1_000_000;
@@ -387,25 +389,10 @@ fn interval_s(span_s: f64) -> f64 {
 /// A fresh workspace at `db`: the study, both frozen cells, the 80 runs imported with
 /// `kvgate import` and the policy locked with `kvgate policy lock`.
 fn build_workspace(kvgate: &Path, db: &Path, dir: &Path, n: usize) -> Result<(), String> {
-    let kv = |args: &[&str]| {
-        let mut c = Command::new(kvgate);
-        c.arg("--db").arg(db).args(args).env_remove("KVGATE_DB");
-        c
-    };
+    let kv = |args: &[&str]| kv_command(kvgate, db, args);
     let started = Instant::now();
-    run_ok(&mut kv(&["study", "create", STUDY]))?;
-    let mut digests = Vec::new();
-    for model in &CELLS {
-        let manifest = root().join("fixtures/manifests").join(model.manifest);
-        let out = run_ok(&mut kv(&[
-            "manifest",
-            "freeze",
-            "--study",
-            STUDY,
-            manifest.to_str().ok_or("non-UTF-8 path")?,
-        ]))?;
-        digests.push(out.trim().to_owned());
-    }
+    let manifests: Vec<&str> = CELLS.iter().map(|m| m.manifest).collect();
+    let digests = study_with_cells(kvgate, db, STUDY, &manifests)?;
     let (specs, span_s) = plan(n);
     for (serial, spec) in specs.iter().enumerate() {
         let file = dir.join(format!("run-{serial}.kvgate-run.jsonl"));
@@ -425,17 +412,7 @@ fn build_workspace(kvgate: &Path, db: &Path, dir: &Path, n: usize) -> Result<(),
     }
     let policy = dir.join("policy.json");
     std::fs::write(&policy, policy_text(interval_s(span_s))).map_err(|e| e.to_string())?;
-    let policy_path = policy.to_str().ok_or("non-UTF-8 path")?;
-    run_ok(&mut kv(&[
-        "policy",
-        "lock",
-        "--study",
-        STUDY,
-        "--file",
-        policy_path,
-        "--by",
-        "bench",
-    ]))?;
+    lock_policy(kvgate, db, STUDY, &policy)?;
     let db_mb = std::fs::metadata(db).map_err(|e| e.to_string())?.len() as f64 / 1e6;
     eprintln!(
         "envelope benchmark: {n} requests over {} runs in {:.0} MB generated and imported in {:.0} s",

@@ -549,6 +549,86 @@ pub(crate) fn run_ok(command: &mut Command) -> Result<String, String> {
 }
 
 /// The `kvgate` binary next to this one (`make bench` builds both), or `KVGATE_BENCH_KVGATE`.
+/// `kvgate --db DB ARGS…`, never on the user's `KVGATE_DB`.
+pub(crate) fn kv_command(kvgate: &Path, db: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(kvgate);
+    c.arg("--db").arg(db).args(args).env_remove("KVGATE_DB");
+    c
+}
+
+/// The two cells of the analysis and review benchmarks: B0 and the Q8 candidate.
+pub(crate) const TWO_CELLS: [&str; 2] = ["smollm2-135m-cpu-b0.json", "smollm2-135m-cpu-q8.json"];
+
+/// `kvgate import --format jsonl` of a `kvgate-run` file into a cell.
+pub(crate) fn import_run_file(
+    kvgate: &Path,
+    db: &Path,
+    study: &str,
+    cell: &str,
+    file: &Path,
+) -> Result<String, String> {
+    let mut import = kv_command(
+        kvgate,
+        db,
+        &[
+            "import", "--study", study, "--cell", cell, "--format", "jsonl",
+        ],
+    );
+    import.arg(file);
+    run_ok(&mut import)
+}
+
+/// `kvgate policy lock` of the policy file at `policy`, by "bench".
+pub(crate) fn lock_policy(
+    kvgate: &Path,
+    db: &Path,
+    study: &str,
+    policy: &Path,
+) -> Result<String, String> {
+    run_ok(&mut kv_command(
+        kvgate,
+        db,
+        &[
+            "policy",
+            "lock",
+            "--study",
+            study,
+            "--file",
+            policy.to_str().ok_or("non-UTF-8 path")?,
+            "--by",
+            "bench",
+        ],
+    ))
+}
+
+/// A new study at `db` with each of `manifests` (in `fixtures/manifests`) frozen: their digests,
+/// in order.
+pub(crate) fn study_with_cells(
+    kvgate: &Path,
+    db: &Path,
+    study: &str,
+    manifests: &[&str],
+) -> Result<Vec<String>, String> {
+    run_ok(&mut kv_command(kvgate, db, &["study", "create", study]))?;
+    let mut digests = Vec::new();
+    for file in manifests {
+        let manifest = root().join("fixtures/manifests").join(file);
+        let out = run_ok(&mut kv_command(
+            kvgate,
+            db,
+            &[
+                "manifest",
+                "freeze",
+                "--study",
+                study,
+                manifest.to_str().ok_or("non-UTF-8 path")?,
+            ],
+        ))?;
+        digests.push(out.trim().to_owned());
+    }
+    Ok(digests)
+}
+
 pub(crate) fn kvgate_binary() -> Result<PathBuf, String> {
     if let Ok(path) = std::env::var("KVGATE_BENCH_KVGATE") {
         return Ok(path.into());
@@ -609,20 +689,8 @@ fn kvgate_import(
     dir: &Path,
     name: &str,
 ) -> Result<Measured, String> {
-    let kv = |args: &[&str]| {
-        let mut c = Command::new(kvgate);
-        c.arg("--db").arg(db).args(args).env_remove("KVGATE_DB");
-        c
-    };
-    run_ok(&mut kv(&["study", "create", "bench"]))?;
-    let manifest = root().join("fixtures/manifests/smollm2-135m-cpu-b0.json");
-    run_ok(&mut kv(&[
-        "manifest",
-        "freeze",
-        "--study",
-        "bench",
-        manifest.to_str().ok_or("non-UTF-8 path")?,
-    ]))?;
+    study_with_cells(kvgate, db, "bench", &["smollm2-135m-cpu-b0.json"])?;
+    let kv = |args: &[&str]| kv_command(kvgate, db, args);
     let mut import = kv(&[
         "import",
         "--study",

@@ -16,32 +16,17 @@ use std::time::Instant;
 use serde_json::Value;
 
 use crate::analyze::{items, write_run, RunSpec, POLICY};
-use crate::import::{count_name, kvgate_binary, run_ok};
+use crate::import::{
+    count_name, import_run_file, kvgate_binary, lock_policy, study_with_cells, TWO_CELLS,
+};
 use crate::{root, Row};
 
 const DEFAULT_ITEMS: usize = 101_000;
 const STUDY: &str = "review-bench";
 
 fn build(kvgate: &Path, db: &Path, dir: &Path, n: usize) -> Result<(), String> {
-    let kv = |args: &[&str]| {
-        let mut c = Command::new(kvgate);
-        c.arg("--db").arg(db).args(args).env_remove("KVGATE_DB");
-        c
-    };
     let started = Instant::now();
-    run_ok(&mut kv(&["study", "create", STUDY]))?;
-    let mut digests = Vec::new();
-    for file in ["smollm2-135m-cpu-b0.json", "smollm2-135m-cpu-q8.json"] {
-        let manifest = root().join("fixtures/manifests").join(file);
-        let out = run_ok(&mut kv(&[
-            "manifest",
-            "freeze",
-            "--study",
-            STUDY,
-            manifest.to_str().ok_or("non-UTF-8 path")?,
-        ]))?;
-        digests.push(out.trim().to_owned());
-    }
+    let digests = study_with_cells(kvgate, db, STUDY, &TWO_CELLS)?;
     let all = items(n);
     for (k, (cell, candidate)) in [("B0", false), ("Q8", true)].into_iter().enumerate() {
         let spec = RunSpec {
@@ -57,25 +42,12 @@ fn build(kvgate: &Path, db: &Path, dir: &Path, n: usize) -> Result<(), String> {
         };
         let file = dir.join(format!("review-{cell}.kvgate-run.jsonl"));
         write_run(&file, &spec, &digests[k], &all)?;
-        let mut import = kv(&[
-            "import", "--study", STUDY, "--cell", cell, "--format", "jsonl",
-        ]);
-        import.arg(&file);
-        run_ok(&mut import)?;
+        import_run_file(kvgate, db, STUDY, cell, &file)?;
         let _ = std::fs::remove_file(&file);
     }
     let policy = dir.join("policy.json");
     std::fs::write(&policy, POLICY).map_err(|e| e.to_string())?;
-    run_ok(&mut kv(&[
-        "policy",
-        "lock",
-        "--study",
-        STUDY,
-        "--file",
-        policy.to_str().ok_or("non-UTF-8 path")?,
-        "--by",
-        "bench",
-    ]))?;
+    lock_policy(kvgate, db, STUDY, &policy)?;
     eprintln!(
         "review benchmark: {n} items per cell generated and imported in {:.0} s",
         started.elapsed().as_secs_f64()

@@ -150,6 +150,23 @@ async fn write_aggregates(
     Ok(())
 }
 
+/// Commits what was written, or rolls all of it back on an error.
+async fn settle<T>(
+    tx: Transaction<'static, Sqlite>,
+    written: Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    match written {
+        Ok(done) => {
+            tx.commit().await?;
+            Ok(done)
+        }
+        Err(err) => {
+            let _ = tx.rollback().await;
+            Err(err)
+        }
+    }
+}
+
 /// A run's request rows as they are read: how many there are, and the batches.
 pub struct StreamedRows<R> {
     pub rows: u64,
@@ -234,6 +251,50 @@ async fn insert_import_row(
         })
 }
 
+/// Refuses a final state the run cannot have, inserts the run and writes the rows it carries
+/// (counted on from `rows_before`): its id.
+async fn start_run<R: RequestRowSource + Sync>(
+    tx: &mut Transaction<'static, Sqlite>,
+    r: &ImportedRun<R>,
+    import_id: i64,
+    rows_before: &mut u64,
+    keep_going: &(dyn Fn(u64) -> bool + Send + Sync),
+) -> Result<i64, StoreError> {
+    if let Some(reason) = final_state_refusal(r.state, r.elapsed_ms) {
+        return Err(StoreError::Invalid {
+            entity: "run",
+            key: r.run.label.clone(),
+            reason,
+        });
+    }
+    let run_id = insert_run_with(tx, &r.run, Some(import_id), r.granularity).await?;
+    let base = *rows_before;
+    write_requests(tx, run_id, &r.requests, &|n| keep_going(base + n)).await?;
+    *rows_before += r.requests.len() as u64;
+    Ok(run_id)
+}
+
+/// Writes a run's evidence, scrapes and aggregates and its final state.
+async fn finish_run<R>(
+    tx: &mut Transaction<'static, Sqlite>,
+    r: &ImportedRun<R>,
+    run_id: i64,
+) -> Result<RunRecord, StoreError> {
+    write_evidence(tx, run_id, &r.evidence).await?;
+    write_scrapes(tx, run_id, &r.scrapes).await?;
+    write_aggregates(tx, run_id, &r.aggregates).await?;
+    write_final_state(
+        tx,
+        run_id,
+        r.state,
+        &r.finished_at,
+        r.elapsed_ms,
+        r.planned,
+        r.note.as_deref(),
+    )
+    .await
+}
+
 async fn write_streamed_import<R, F>(
     tx: &mut Transaction<'static, Sqlite>,
     import: &NewImport,
@@ -264,17 +325,7 @@ where
     let mut rows_before = 0u64;
     let mut short = false;
     for (r, rows) in runs {
-        if let Some(reason) = final_state_refusal(r.state, r.elapsed_ms) {
-            return Err(StoreError::Invalid {
-                entity: "run",
-                key: r.run.label.clone(),
-                reason,
-            });
-        }
-        let run_id = insert_run_with(tx, &r.run, Some(import_id), r.granularity).await?;
-        let base = rows_before;
-        write_requests(tx, run_id, &r.requests, &|n| keep_going(base + n)).await?;
-        rows_before += r.requests.len() as u64;
+        let run_id = start_run(tx, &r, import_id, &mut rows_before, keep_going).await?;
         if let Some(mut rows) = rows {
             let mut got = 0u64;
             while let Some(batch) = rows.batches.recv().await {
@@ -288,22 +339,10 @@ where
                 break;
             }
         }
-        write_evidence(tx, run_id, &r.evidence).await?;
-        write_scrapes(tx, run_id, &r.scrapes).await?;
-        write_aggregates(tx, run_id, &r.aggregates).await?;
         written.aggregates += r.aggregates.len() as i64;
         written.scrapes += r.scrapes.len() as i64;
         written.evidence += r.evidence.len() as i64;
-        let record = write_final_state(
-            tx,
-            run_id,
-            r.state,
-            &r.finished_at,
-            r.elapsed_ms,
-            r.planned,
-            r.note.as_deref(),
-        )
-        .await?;
+        let record = finish_run(tx, &r, run_id).await?;
         stored.push(record);
     }
     // The source says why it stopped, or what its rows warned of.
@@ -339,30 +378,8 @@ async fn write_import<R: RequestRowSource + Sync>(
     let mut stored = Vec::with_capacity(runs.len());
     let mut rows_before = 0u64;
     for r in runs {
-        if let Some(reason) = final_state_refusal(r.state, r.elapsed_ms) {
-            return Err(StoreError::Invalid {
-                entity: "run",
-                key: r.run.label.clone(),
-                reason,
-            });
-        }
-        let run_id = insert_run_with(tx, &r.run, Some(import_id), r.granularity).await?;
-        let base = rows_before;
-        write_requests(tx, run_id, &r.requests, &|n| keep_going(base + n)).await?;
-        rows_before += r.requests.len() as u64;
-        write_evidence(tx, run_id, &r.evidence).await?;
-        write_scrapes(tx, run_id, &r.scrapes).await?;
-        write_aggregates(tx, run_id, &r.aggregates).await?;
-        let record = write_final_state(
-            tx,
-            run_id,
-            r.state,
-            &r.finished_at,
-            r.elapsed_ms,
-            r.planned,
-            r.note.as_deref(),
-        )
-        .await?;
+        let run_id = start_run(tx, r, import_id, &mut rows_before, keep_going).await?;
+        let record = finish_run(tx, r, run_id).await?;
         stored.push(record);
     }
     let row = sqlx::query(select_imports!("WHERE i.id = ?"))
@@ -384,16 +401,7 @@ impl Store {
     ) -> Result<(ImportRecord, Vec<RunRecord>), StoreError> {
         let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
         let written = write_import(&mut tx, import, runs, keep_going).await;
-        match written {
-            Ok(done) => {
-                tx.commit().await?;
-                Ok(done)
-            }
-            Err(err) => {
-                let _ = tx.rollback().await;
-                Err(err)
-            }
-        }
+        settle(tx, written).await
     }
 
     /// Stores an import whose request rows arrive while it is written: each run's rows come in
@@ -416,16 +424,7 @@ impl Store {
     {
         let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
         let written = write_streamed_import(&mut tx, import, runs, finish, keep_going).await;
-        match written {
-            Ok(done) => {
-                tx.commit().await?;
-                Ok(done)
-            }
-            Err(err) => {
-                let _ = tx.rollback().await;
-                Err(err)
-            }
-        }
+        settle(tx, written).await
     }
 
     /// The import of this file into the study, if there is one.

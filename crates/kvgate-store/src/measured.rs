@@ -103,6 +103,52 @@ fn corrupt(run_id: i64, column: &'static str, expected: &'static str, found: &[u
 }
 
 impl Store {
+    /// Steps `sql` (one integer parameter, `param`) through SQLite's own API on a connection
+    /// locked out of the pool's worker, calling `row` on each row: through sqlx each row would
+    /// cross threads on its own, which costs more than reading it. Blocks its thread while it
+    /// reads. The number of rows.
+    async fn step_rows(
+        &self,
+        sql: &str,
+        what: &str,
+        param: i64,
+        mut row: impl FnMut(*mut ffi::sqlite3_stmt) -> Result<(), StoreError>,
+    ) -> Result<u64, StoreError> {
+        let mut conn = self.pool.acquire().await?;
+        let mut handle = conn.lock_handle().await?;
+        let db = handle.as_raw_handle().as_ptr();
+        let mut n = 0;
+        // SAFETY: `db` is a valid handle, locked for this thread until `handle` is dropped; the
+        // statement is prepared, stepped and finalized before that.
+        unsafe {
+            let mut raw = std::ptr::null_mut();
+            let rc = ffi::sqlite3_prepare_v2(
+                db,
+                sql.as_ptr().cast(),
+                sql.len() as c_int,
+                &mut raw,
+                std::ptr::null_mut(),
+            );
+            if rc != ffi::SQLITE_OK {
+                return Err(sqlite_error(db, &format!("preparing {what}")));
+            }
+            let stmt = Statement(raw);
+            if ffi::sqlite3_bind_int64(stmt.0, 1, param) != ffi::SQLITE_OK {
+                return Err(sqlite_error(db, &format!("binding the query of {what}")));
+            }
+            loop {
+                match ffi::sqlite3_step(stmt.0) {
+                    ffi::SQLITE_ROW => {}
+                    ffi::SQLITE_DONE => break,
+                    _ => return Err(sqlite_error(db, &format!("reading {what}"))),
+                }
+                row(stmt.0)?;
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+
     /// Calls `each` with every measured request of the study's runs, in run and plan order.
     ///
     /// The rows are stepped through SQLite's own API on a connection locked out of the pool's
@@ -113,87 +159,66 @@ impl Store {
         study_id: i64,
         mut each: impl FnMut(MeasuredRequest<'_>),
     ) -> Result<u64, StoreError> {
-        let mut conn = self.pool.acquire().await?;
-        let mut handle = conn.lock_handle().await?;
-        let db = handle.as_raw_handle().as_ptr();
-        let mut n = 0;
-        // SAFETY: `db` is a valid handle, locked for this thread until `handle` is dropped; the
-        // statement is prepared, stepped and finalized before that, and column pointers are
-        // used only before the next step.
-        unsafe {
-            let mut raw = std::ptr::null_mut();
-            let rc = ffi::sqlite3_prepare_v2(
-                db,
-                MEASURED_REQUESTS_SQL.as_ptr().cast(),
-                MEASURED_REQUESTS_SQL.len() as c_int,
-                &mut raw,
-                std::ptr::null_mut(),
-            );
-            if rc != ffi::SQLITE_OK {
-                return Err(sqlite_error(db, "preparing the measured requests"));
-            }
-            let stmt = Statement(raw);
-            if ffi::sqlite3_bind_int64(stmt.0, 1, study_id) != ffi::SQLITE_OK {
-                return Err(sqlite_error(db, "binding the study"));
-            }
-            loop {
-                match ffi::sqlite3_step(stmt.0) {
-                    ffi::SQLITE_ROW => {}
-                    ffi::SQLITE_DONE => break,
-                    _ => return Err(sqlite_error(db, "reading the measured requests")),
-                }
-                let s = stmt.0;
-                let run_id = ffi::sqlite3_column_int64(s, 0);
-                let status_text = opt_text(s, 4).unwrap_or_default();
-                let status = std::str::from_utf8(status_text)
-                    .ok()
-                    .and_then(RequestStatus::parse)
-                    .ok_or_else(|| {
-                        corrupt(
-                            run_id,
-                            "status",
-                            "ok, error, timeout, rejected or unfinished",
-                            status_text,
-                        )
+        self.step_rows(
+            MEASURED_REQUESTS_SQL,
+            "the measured requests",
+            study_id,
+            |s| {
+                // SAFETY: `s` holds a row of the query; column pointers are used before the next step.
+                unsafe {
+                    let run_id = ffi::sqlite3_column_int64(s, 0);
+                    let status_text = opt_text(s, 4).unwrap_or_default();
+                    let status = std::str::from_utf8(status_text)
+                        .ok()
+                        .and_then(RequestStatus::parse)
+                        .ok_or_else(|| {
+                            corrupt(
+                                run_id,
+                                "status",
+                                "ok, error, timeout, rejected or unfinished",
+                                status_text,
+                            )
+                        })?;
+                    let item_id = match opt_text(s, 3) {
+                        None => None,
+                        Some(bytes) => Some(
+                            std::str::from_utf8(bytes)
+                                .map_err(|_| corrupt(run_id, "item_id", "UTF-8 text", bytes))?,
+                        ),
+                    };
+                    let prompt_sha256 =
+                        match opt_text(s, 12) {
+                            None => None,
+                            Some(bytes) => Some(std::str::from_utf8(bytes).map_err(|_| {
+                                corrupt(run_id, "prompt_sha256", "UTF-8 text", bytes)
+                            })?),
+                        };
+                    let planned = opt_f64(s, 5).ok_or_else(|| {
+                        corrupt(run_id, "planned_arrival_ms", "a number", b"NULL")
                     })?;
-                let item_id = match opt_text(s, 3) {
-                    None => None,
-                    Some(bytes) => Some(
-                        std::str::from_utf8(bytes)
-                            .map_err(|_| corrupt(run_id, "item_id", "UTF-8 text", bytes))?,
-                    ),
-                };
-                let prompt_sha256 = match opt_text(s, 12) {
-                    None => None,
-                    Some(bytes) => Some(
-                        std::str::from_utf8(bytes)
-                            .map_err(|_| corrupt(run_id, "prompt_sha256", "UTF-8 text", bytes))?,
-                    ),
-                };
-                let planned = opt_f64(s, 5)
-                    .ok_or_else(|| corrupt(run_id, "planned_arrival_ms", "a number", b"NULL"))?;
-                let repeat = ffi::sqlite3_column_int64(s, 2);
-                each(MeasuredRequest {
-                    run_id,
-                    idx: ffi::sqlite3_column_int64(s, 1),
-                    repeat: u32::try_from(repeat).unwrap_or(u32::MAX),
-                    item_id,
-                    status,
-                    planned_arrival_ms: planned,
-                    dispatch_ms: opt_f64(s, 6),
-                    first_token_ms: opt_f64(s, 7),
-                    finish_ms: opt_f64(s, 8),
-                    prompt_tokens: non_negative(opt_i64(s, 9)),
-                    completion_tokens: non_negative(opt_i64(s, 10)),
-                    accepted: opt_i64(s, 11).map(|v| v != 0),
-                    prompt_sha256,
-                    client_delay_ms: opt_f64(s, 13),
-                    engine_itl_ms: opt_f64(s, 14),
-                });
-                n += 1;
-            }
-        }
-        Ok(n)
+                    let repeat = ffi::sqlite3_column_int64(s, 2);
+                    each(MeasuredRequest {
+                        run_id,
+                        idx: ffi::sqlite3_column_int64(s, 1),
+                        repeat: u32::try_from(repeat).unwrap_or(u32::MAX),
+                        item_id,
+                        status,
+                        planned_arrival_ms: planned,
+                        dispatch_ms: opt_f64(s, 6),
+                        first_token_ms: opt_f64(s, 7),
+                        finish_ms: opt_f64(s, 8),
+                        prompt_tokens: non_negative(opt_i64(s, 9)),
+                        completion_tokens: non_negative(opt_i64(s, 10)),
+                        accepted: opt_i64(s, 11).map(|v| v != 0),
+                        prompt_sha256,
+                        client_delay_ms: opt_f64(s, 13),
+                        engine_itl_ms: opt_f64(s, 14),
+                    });
+                }
+                Ok(())
+            },
+        )
+        .await
     }
 
     /// Calls `each` with every judged measured request of run `run_id` (item, pass, prompt
@@ -210,34 +235,9 @@ impl Store {
         } else {
             JUDGED_SQL
         };
-        let mut conn = self.pool.acquire().await?;
-        let mut handle = conn.lock_handle().await?;
-        let db = handle.as_raw_handle().as_ptr();
-        let mut n = 0;
-        // SAFETY: as in `for_each_measured_request`.
-        unsafe {
-            let mut raw = std::ptr::null_mut();
-            let rc = ffi::sqlite3_prepare_v2(
-                db,
-                sql.as_ptr().cast(),
-                sql.len() as c_int,
-                &mut raw,
-                std::ptr::null_mut(),
-            );
-            if rc != ffi::SQLITE_OK {
-                return Err(sqlite_error(db, "preparing the judged requests"));
-            }
-            let stmt = Statement(raw);
-            if ffi::sqlite3_bind_int64(stmt.0, 1, run_id) != ffi::SQLITE_OK {
-                return Err(sqlite_error(db, "binding the run"));
-            }
-            loop {
-                match ffi::sqlite3_step(stmt.0) {
-                    ffi::SQLITE_ROW => {}
-                    ffi::SQLITE_DONE => break,
-                    _ => return Err(sqlite_error(db, "reading the judged requests")),
-                }
-                let s = stmt.0;
+        self.step_rows(sql, "the judged requests", run_id, |s| {
+            // SAFETY: `s` holds a row of the query; column pointers are used before the next step.
+            unsafe {
                 let text = |i: c_int, column: &'static str| -> Result<Option<&str>, StoreError> {
                     match opt_text(s, i) {
                         None => Ok(None),
@@ -259,10 +259,10 @@ impl Store {
                         None
                     },
                 });
-                n += 1;
             }
-        }
-        Ok(n)
+            Ok(())
+        })
+        .await
     }
 }
 

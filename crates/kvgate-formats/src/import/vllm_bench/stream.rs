@@ -832,76 +832,56 @@ impl<'de> Visitor<'de> for ColumnSeed<'_> {
         }
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        let send = |batch: Batch| {
-            self.tx
-                .send(Message::Batch(batch))
-                .map_err(|_| de::Error::custom(UNWANTED))
-        };
-        let mut index = 0usize;
-        match self.name {
-            "itls" => {
-                let mut batch = Vec::with_capacity(BATCH);
-                loop {
-                    let mut values = Vec::new();
-                    let seed = GapsOf {
-                        values: &mut values,
-                        index,
-                    };
-                    match seq.next_element_seed(OptionalSeed(seed)) {
-                        Ok(Some(_)) => batch.push(values),
-                        Ok(None) => break,
-                        Err(e) => {
-                            return Err(element_error("itls", index, "an array of numbers", e))
-                        }
-                    }
-                    index += 1;
-                    if batch.len() == BATCH {
-                        send(Batch::Gaps(std::mem::replace(
-                            &mut batch,
-                            Vec::with_capacity(BATCH),
-                        )))?;
-                    }
+        let name = self.name;
+        match name {
+            "itls" => in_batches(&mut seq, self.tx, Batch::Gaps, |seq, index| {
+                let mut values = Vec::new();
+                let seed = GapsOf {
+                    values: &mut values,
+                    index,
+                };
+                // A `null` entry reads as no gaps.
+                match seq.next_element_seed(OptionalSeed(seed)) {
+                    Ok(found) => Ok(found.map(|_| values)),
+                    Err(e) => Err(element_error("itls", index, "an array of numbers", e)),
                 }
-                send(Batch::Gaps(batch))
-            }
+            }),
             "generated_texts" | "errors" => {
-                let mut batch = Vec::with_capacity(BATCH);
-                loop {
-                    match seq.next_element::<Option<String>>() {
-                        Ok(Some(v)) => batch.push(v),
-                        Ok(None) => break,
-                        Err(e) => return Err(element_error(self.name, index, "a string", e)),
-                    }
-                    index += 1;
-                    if batch.len() == BATCH {
-                        send(Batch::Texts(std::mem::replace(
-                            &mut batch,
-                            Vec::with_capacity(BATCH),
-                        )))?;
-                    }
-                }
-                send(Batch::Texts(batch))
+                in_batches(&mut seq, self.tx, Batch::Texts, |seq, i| {
+                    seq.next_element::<Option<String>>()
+                        .map_err(|e| element_error(name, i, "a string", e))
+                })
             }
-            _ => {
-                let mut batch = Vec::with_capacity(BATCH);
-                loop {
-                    match seq.next_element::<Option<f64>>() {
-                        Ok(Some(v)) => batch.push(v),
-                        Ok(None) => break,
-                        Err(e) => return Err(element_error(self.name, index, "a number", e)),
-                    }
-                    index += 1;
-                    if batch.len() == BATCH {
-                        send(Batch::Numbers(std::mem::replace(
-                            &mut batch,
-                            Vec::with_capacity(BATCH),
-                        )))?;
-                    }
-                }
-                send(Batch::Numbers(batch))
-            }
+            _ => in_batches(&mut seq, self.tx, Batch::Numbers, |seq, i| {
+                seq.next_element::<Option<f64>>()
+                    .map_err(|e| element_error(name, i, "a number", e))
+            }),
         }
     }
+}
+
+/// Reads entries with `next` (given each one's index) and sends them in batches of [`BATCH`];
+/// a receiver gone stops the read.
+fn in_batches<'de, A: SeqAccess<'de>, T>(
+    seq: &mut A,
+    tx: &SyncSender<Message>,
+    wrap: fn(Vec<T>) -> Batch,
+    mut next: impl FnMut(&mut A, usize) -> Result<Option<T>, A::Error>,
+) -> Result<(), A::Error> {
+    let send = |batch: Vec<T>| {
+        tx.send(Message::Batch(wrap(batch)))
+            .map_err(|_| de::Error::custom(UNWANTED))
+    };
+    let mut batch = Vec::with_capacity(BATCH);
+    let mut index = 0usize;
+    while let Some(entry) = next(seq, index)? {
+        batch.push(entry);
+        index += 1;
+        if batch.len() == BATCH {
+            send(std::mem::replace(&mut batch, Vec::with_capacity(BATCH)))?;
+        }
+    }
+    send(batch)
 }
 
 impl ColumnReader {
@@ -1268,15 +1248,21 @@ mod tests {
         }
     }
 
+    /// `text` written to a file in a new folder, and its scan.
+    fn written(text: &str) -> (tempfile::TempDir, std::path::PathBuf, StreamedFile) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bench.json");
+        std::fs::write(&path, text).unwrap();
+        let file = scan(&Source::new("bench.json"), text.as_bytes())
+            .unwrap()
+            .expect("laid out");
+        (dir, path, file)
+    }
+
     #[test]
     fn a_file_that_changes_after_its_scan_is_refused_not_read_as_other_rows() {
         let text = generated(4000, false);
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("bench.json");
-        std::fs::write(&path, &text).unwrap();
-        let file = scan(&Source::new("bench.json"), text.as_bytes())
-            .unwrap()
-            .unwrap();
+        let (_dir, path, file) = written(&text);
         // The texts column loses entries: the same bytes up to it, then fewer.
         let cut = text.find("\"generated_texts\": [").unwrap() + 20;
         let shorter = format!("{}\"only one\"], \"errors\": []}}", &text[..cut]);
@@ -1295,13 +1281,7 @@ mod tests {
 
     #[test]
     fn rows_no_longer_wanted_stop_their_readers() {
-        let text = generated(20_000, false);
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("bench.json");
-        std::fs::write(&path, &text).unwrap();
-        let file = scan(&Source::new("bench.json"), text.as_bytes())
-            .unwrap()
-            .unwrap();
+        let (_dir, path, file) = written(&generated(20_000, false));
         let mut rows = file.rows(0, &path).unwrap();
         assert!(rows.next().unwrap().is_ok());
         drop(rows);
