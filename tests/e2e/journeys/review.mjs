@@ -109,6 +109,12 @@ export const journeys = [
         const id = await s.script('return document.querySelector(\'[data-testid="review-pair-row"][aria-current="true"]\')?.dataset.pairId ?? "";');
         assert(id !== '', `a current pair before label ${i + 1}`);
         const labelOf = async () => (await rows(s)).find((r) => r.id === id)?.label ?? 'unlabelled';
+        // A label key counts only once the pair is shown: it is read after the move.
+        await waitUntil(
+          () => s.script('return document.querySelector(\'[data-testid="review-pair"]\')?.dataset.pairId ?? "";'),
+          (shown) => shown === id,
+          `pair ${i + 1} shown`,
+        );
         await press(s, key);
         await waitUntil(labelOf, (l) => l !== 'unlabelled', `pair ${i + 1} labelled ${side}`);
         const reveal = await s.text('[data-testid="review-reveal"]');
