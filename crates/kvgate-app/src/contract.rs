@@ -87,6 +87,8 @@ pub fn write_bindings(dir: &Path) -> Result<(), String> {
     one::<crate::review::ReviewFilter>(&cfg)?;
     one::<crate::review::ReviewQueue>(&cfg)?;
     one::<crate::review::ReviewIndex>(&cfg)?;
+    one::<crate::review::ReviewIndexColumns>(&cfg)?;
+    one::<crate::review::ReviewRowLabel>(&cfg)?;
     one::<crate::review::LabelInput>(&cfg)?;
     one::<crate::review::LabelOutcome>(&cfg)?;
     one::<crate::review::AuditReport>(&cfg)?;

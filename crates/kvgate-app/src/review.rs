@@ -184,6 +184,147 @@ pub struct ReviewIndex {
     pub labelled: u64,
 }
 
+/// The review list as the window receives it: the rows of a [`ReviewIndex`] column by column,
+/// each repeated value written once. At 100,000 rows it is about a fifth of the bytes of the rows
+/// as objects, so the window reads and keeps far less. [`ReviewIndexColumns::rows`] gives the
+/// rows back exactly.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
+pub struct ReviewIndexColumns {
+    pub study_id: i64,
+    /// The recorded seed of the blind order.
+    pub seed: String,
+    /// Disagreements per candidate over the whole study (before the filter).
+    #[ts(type = "Record<string, number>")]
+    pub disagreements: BTreeMap<String, u64>,
+    pub disagreements_total: u64,
+    pub labelled: u64,
+    /// The candidate cells the rows name.
+    pub candidates: Vec<String>,
+    /// Per candidate: the start of its pairs' ids. A row's pair id is its candidate's prefix
+    /// followed by its item id.
+    pub pair_prefixes: Vec<String>,
+    /// The distinct strata the rows name.
+    pub strata: Vec<ItemStrata>,
+    /// Per row, in the list's order: its item id.
+    pub item_ids: Vec<String>,
+    /// Per row: its candidate, a position in `candidates`.
+    pub candidate: Vec<u32>,
+    /// Per row: its strata, a position in `strata`; null when the item id names none.
+    pub stratum: Vec<Option<u32>>,
+    /// The rows that are not disagreements (a sample of agreeing pairs), by position.
+    pub agreeing_rows: Vec<u32>,
+    /// The rows with a label, a note or a reveal, by position; every other row has none.
+    pub labels: Vec<ReviewRowLabel>,
+}
+
+/// The label fields of one row of [`ReviewIndexColumns`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
+pub struct ReviewRowLabel {
+    /// The row's position in the list.
+    pub row: u32,
+    pub label: Option<AdjudicationLabel>,
+    pub note: Option<String>,
+    pub candidate_is_a: Option<bool>,
+    pub unblinded: bool,
+}
+
+impl From<ReviewIndex> for ReviewIndexColumns {
+    fn from(index: ReviewIndex) -> Self {
+        let n = index.rows.len();
+        let mut candidates: Vec<String> = Vec::new();
+        let mut pair_prefixes = Vec::new();
+        let mut strata = Vec::new();
+        let mut strata_at: HashMap<ItemStrata, u32> = HashMap::new();
+        let mut out = ReviewIndexColumns {
+            study_id: index.study_id,
+            seed: index.seed,
+            disagreements: index.disagreements,
+            disagreements_total: index.disagreements_total,
+            labelled: index.labelled,
+            candidates: Vec::new(),
+            pair_prefixes: Vec::new(),
+            strata: Vec::new(),
+            item_ids: Vec::with_capacity(n),
+            candidate: Vec::with_capacity(n),
+            stratum: Vec::with_capacity(n),
+            agreeing_rows: Vec::new(),
+            labels: Vec::new(),
+        };
+        for (at, row) in index.rows.into_iter().enumerate() {
+            let at = at as u32;
+            let c = match candidates.iter().position(|c| c == &row.candidate) {
+                Some(c) => c,
+                None => {
+                    pair_prefixes.push(pair_id(index.study_id, &row.candidate, ""));
+                    candidates.push(row.candidate);
+                    candidates.len() - 1
+                }
+            };
+            out.candidate.push(c as u32);
+            out.stratum.push(row.strata.map(|s| {
+                *strata_at.entry(s).or_insert_with(|| {
+                    strata.push(s);
+                    strata.len() as u32 - 1
+                })
+            }));
+            if !row.disagreement {
+                out.agreeing_rows.push(at);
+            }
+            if row.label.is_some()
+                || row.note.is_some()
+                || row.candidate_is_a.is_some()
+                || row.unblinded
+            {
+                out.labels.push(ReviewRowLabel {
+                    row: at,
+                    label: row.label,
+                    note: row.note,
+                    candidate_is_a: row.candidate_is_a,
+                    unblinded: row.unblinded,
+                });
+            }
+            out.item_ids.push(row.item_id);
+        }
+        out.candidates = candidates;
+        out.pair_prefixes = pair_prefixes;
+        out.strata = strata;
+        out
+    }
+}
+
+impl ReviewIndexColumns {
+    /// The rows as objects again, as [`ReviewIndex`] lists them.
+    pub fn rows(&self) -> Vec<ReviewRow> {
+        let mut rows: Vec<ReviewRow> = (0..self.item_ids.len())
+            .map(|at| {
+                let c = self.candidate[at] as usize;
+                ReviewRow {
+                    pair_id: format!("{}{}", self.pair_prefixes[c], self.item_ids[at]),
+                    candidate: self.candidates[c].clone(),
+                    item_id: self.item_ids[at].clone(),
+                    strata: self.stratum[at].map(|s| self.strata[s as usize]),
+                    disagreement: true,
+                    label: None,
+                    note: None,
+                    candidate_is_a: None,
+                    unblinded: false,
+                }
+            })
+            .collect();
+        for &at in &self.agreeing_rows {
+            rows[at as usize].disagreement = false;
+        }
+        for l in &self.labels {
+            let row = &mut rows[l.row as usize];
+            row.label = l.label;
+            row.note = l.note.clone();
+            row.candidate_is_a = l.candidate_is_a;
+            row.unblinded = l.unblinded;
+        }
+        rows
+    }
+}
+
 /// The sha256 of a prompt as recorded: 32 bytes when it is 64 hex digits (no allocation per
 /// row), else the text as stored.
 #[derive(PartialEq)]
@@ -756,5 +897,93 @@ impl App {
             chain_break,
             tampered,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(candidate: &str, item: &str) -> ReviewRow {
+        ReviewRow {
+            pair_id: pair_id(7, candidate, item),
+            candidate: candidate.into(),
+            item_id: item.into(),
+            strata: ItemStrata::from_item_id(item),
+            disagreement: true,
+            label: None,
+            note: None,
+            candidate_is_a: None,
+            unblinded: false,
+        }
+    }
+
+    #[test]
+    fn the_columns_give_back_every_row_exactly() {
+        let en = "evaluation-11-en-short-end-literal-present-000";
+        let de = "evaluation-11-de-short-middle-numeric-present-002";
+        let mut rows = vec![
+            row("Q8", en),
+            row("FP8", de),
+            row("Q8", "team/item:7"),
+            row("Q8", de),
+            row("FP8", en),
+            row("FP8", "lm-eval/gsm8k/3"),
+        ];
+        assert!(rows[2].strata.is_none() && rows[0].strata.is_some());
+        rows[1].label = Some(AdjudicationLabel::CandidateRegression);
+        rows[1].note = Some("dropped the unit".into());
+        rows[1].candidate_is_a = Some(true);
+        rows[3].label = Some(AdjudicationLabel::BothWrong);
+        rows[3].note = Some(String::new());
+        rows[3].candidate_is_a = Some(false);
+        rows[3].unblinded = true;
+        rows[4].disagreement = false;
+        rows[5].disagreement = false;
+        rows[5].note = Some("a note without a label".into());
+        let index = ReviewIndex {
+            study_id: 7,
+            seed: "s".into(),
+            rows,
+            disagreements: BTreeMap::from([("FP8".into(), 1), ("Q8".into(), 3)]),
+            disagreements_total: 4,
+            labelled: 2,
+        };
+        let columns = ReviewIndexColumns::from(index.clone());
+        assert_eq!(columns.rows(), index.rows);
+        assert_eq!(columns.candidates, ["Q8", "FP8"]);
+        assert_eq!(columns.pair_prefixes, ["7:Q8/", "7:FP8/"]);
+        assert_eq!(columns.strata.len(), 2, "each strata written once");
+        assert_eq!(columns.stratum[2], None);
+        assert_eq!(columns.agreeing_rows, [4, 5]);
+        assert_eq!(
+            columns.labels.iter().map(|l| l.row).collect::<Vec<_>>(),
+            [1, 3, 5]
+        );
+        // Through JSON, as the window receives it.
+        let text = serde_json::to_string(&columns).unwrap();
+        let back: ReviewIndexColumns = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.rows(), index.rows);
+        // The window's decoder is tested on this very pair (ui/src/lib/ipc/ipc.test.ts): the
+        // committed file is what this test writes (`KVGATE_BLESS=1` rewrites it).
+        let both = serde_json::json!({ "columns": columns, "index": index });
+        let mut want = serde_json::to_string_pretty(&both).unwrap();
+        want.push('\n');
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../ui/src/lib/ipc/review-index-columns.json");
+        if std::env::var_os("KVGATE_BLESS").is_some() {
+            std::fs::write(&path, &want).unwrap();
+        }
+        let have = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            have == want,
+            "{} is out of date; run with KVGATE_BLESS=1 and commit",
+            path.display()
+        );
+        let empty = ReviewIndexColumns::from(ReviewIndex {
+            rows: Vec::new(),
+            ..index
+        });
+        assert!(empty.rows().is_empty() && empty.candidates.is_empty());
     }
 }

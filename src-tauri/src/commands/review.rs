@@ -1,7 +1,8 @@
 use kvgate_app::domain::policy::PolicyProblem;
 use kvgate_app::recovery::{RecordRecoveryInput, RecordedRecoveryPlan, RecoveryStatus};
 use kvgate_app::review::{
-    AuditReport, LabelInput, LabelOutcome, ReviewFilter, ReviewIndex, ReviewPair, ReviewQueue,
+    AuditReport, LabelInput, LabelOutcome, ReviewFilter, ReviewIndexColumns, ReviewPair,
+    ReviewQueue,
 };
 use kvgate_app::{App, AppError};
 use tauri::State;
@@ -15,14 +16,17 @@ pub async fn review_queue(
     app.review_queue(study_id, filter).await
 }
 
-/// The review list: one row per pair, without answers (the window reads them pair by pair).
+/// The review list: one row per pair, without answers (the window reads them pair by pair),
+/// column by column.
 #[tauri::command]
 pub async fn review_index(
     app: State<'_, App>,
     study_id: i64,
     filter: ReviewFilter,
-) -> Result<ReviewIndex, AppError> {
-    app.review_index(study_id, filter).await
+) -> Result<ReviewIndexColumns, AppError> {
+    app.review_index(study_id, filter)
+        .await
+        .map(ReviewIndexColumns::from)
 }
 
 #[tauri::command]

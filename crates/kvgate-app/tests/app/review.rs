@@ -485,6 +485,15 @@ async fn the_review_list_is_the_queue_without_answers_and_each_pair_reads_alone(
             "{filter:?}"
         );
         same(&index.rows, &queue.pairs);
+        // The window's form gives back the same rows, in fewer bytes.
+        let columns = kvgate_app::review::ReviewIndexColumns::from(index.clone());
+        assert_eq!(columns.rows(), index.rows, "{filter:?}");
+        let wire = serde_json::to_vec(&columns).unwrap().len();
+        let whole = serde_json::to_vec(&index).unwrap().len();
+        assert!(
+            index.rows.len() < 3 || wire < whole,
+            "{filter:?}: {wire} bytes against {whole}"
+        );
         for p in &queue.pairs {
             assert_eq!(&app.review_pair(&p.pair_id).await.unwrap(), p);
         }

@@ -7,6 +7,9 @@ vi.mock('@tauri-apps/api/webview', () => ({ getCurrentWebview: vi.fn() }));
 import { invoke } from '@tauri-apps/api/core';
 import { listen } from '@tauri-apps/api/event';
 import { getCurrentWebview } from '@tauri-apps/api/webview';
+import reviewColumns from './review-index-columns.json';
+import type { ReviewIndex } from '$lib/bindings/ReviewIndex';
+import type { ReviewIndexColumns } from '$lib/bindings/ReviewIndexColumns';
 import {
   appInfo,
   cancelImport,
@@ -43,6 +46,8 @@ import {
   onRunProgress,
   openStudy,
   previewImport,
+  reviewIndex,
+  reviewRows,
   recordRecoveryPlan,
   recoveryStatus,
   runDetail,
@@ -246,6 +251,22 @@ describe('commands', () => {
       ['cancel_import', { job: 'import-1' }],
       ['list_imports', { studyId: 3 }],
     ]);
+  });
+
+  it('gives the review list back as the rows the backend built, from its columns', async () => {
+    // Written by the Rust test `the_columns_give_back_every_row_exactly`: the same list both ways.
+    const { columns, index } = reviewColumns as unknown as { columns: ReviewIndexColumns; index: ReviewIndex };
+    expect(index.rows.length).toBeGreaterThan(0);
+    expect(reviewRows(columns)).toEqual(index);
+    invokeMock.mockResolvedValue(columns);
+    const filter = { candidate: null, strata: {}, reason: null, agreeing_sample: 0 };
+    expect(await reviewIndex(7, filter)).toEqual(index);
+    expect(invokeMock.mock.calls).toEqual([['review_index', { studyId: 7, filter }]]);
+    // Rows share the strata objects they name: not one object per row.
+    const rows = reviewRows(columns).rows;
+    const en = rows.filter((r) => r.item_id === rows[0]!.item_id);
+    expect(en.length).toBeGreaterThan(1);
+    expect(en[0]!.strata).toBe(en[1]!.strata);
   });
 
   it('calls the recovery plan commands with the argument names the Rust commands take', async () => {
