@@ -24,8 +24,9 @@ impl Drop for DbWatch {
 }
 
 /// Compares the database stamp every `period` and emits [`DB_CHANGED_EVENT`] once per change.
-/// The window's own writes change the stamp too: reading a list again is cheap, and reads never
-/// change it, so a reload never triggers another one.
+/// A label the window gave itself is not reported (the window shows it already, and reading a
+/// review list of 100,000 pairs again is not cheap); other writes of the window are, and reads
+/// never change the stamp, so a reload never triggers another one.
 pub fn watch_database<R: Runtime>(handle: AppHandle<R>, app: App, period: Duration) -> DbWatch {
     let stop = Arc::new(AtomicBool::new(false));
     let stopped = stop.clone();
@@ -35,9 +36,7 @@ pub fn watch_database<R: Runtime>(handle: AppHandle<R>, app: App, period: Durati
             let mut last = app.db_stamp();
             while !stopped.load(Ordering::Relaxed) {
                 std::thread::sleep(period);
-                let now = app.db_stamp();
-                if now != last {
-                    last = now;
+                if app.changed_by_others(&mut last) {
                     let _ = handle.emit(DB_CHANGED_EVENT, ());
                 }
             }

@@ -53,6 +53,9 @@ pub struct AppInfo {
     pub db_is_default: bool,
 }
 
+/// Own writes kept for the watch between two of its looks (a label each).
+const MAX_OWN_WRITES: usize = 256;
+
 /// See [`App::db_stamp`]: compared, never read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DbStamp([Option<(u64, Option<std::time::SystemTime>)>; 2]);
@@ -69,6 +72,9 @@ pub struct App {
     session_keys: credentials::SessionKeys,
     analyses: analysis::AnalysisCache,
     review_corpus: review::ReviewCorpus,
+    /// Writes of this process that the window shows at once (a label), as the database stamp
+    /// just before and just after each: the watch does not report them as changes.
+    own_writes: std::sync::Arc<std::sync::Mutex<Vec<(DbStamp, DbStamp)>>>,
 }
 
 impl App {
@@ -99,6 +105,7 @@ impl App {
             session_keys: Default::default(),
             analyses: Default::default(),
             review_corpus: Default::default(),
+            own_writes: Default::default(),
         };
         app.mark_interrupted_runs().await?;
         if db_is_default {
@@ -128,6 +135,47 @@ impl App {
                 .map(|m| (m.len(), m.modified().ok()))
         };
         DbStamp([stat(&self.db_path), stat(std::path::Path::new(&wal))])
+    }
+
+    /// Runs a write of this process whose result the window shows at once (a label), noting
+    /// the database stamp before and after it, so [`App::changed_by_others`] does not report it.
+    /// A write by another process that lands between the two stamps is taken for this one's.
+    pub(crate) async fn own_write<T>(
+        &self,
+        write: impl std::future::Future<Output = Result<T, AppError>>,
+    ) -> Result<T, AppError> {
+        let before = self.db_stamp();
+        let out = write.await?;
+        let after = self.db_stamp();
+        let mut own = self.own_writes.lock().unwrap_or_else(|e| e.into_inner());
+        if own.len() >= MAX_OWN_WRITES {
+            own.remove(0);
+        }
+        own.push((before, after));
+        Ok(out)
+    }
+
+    /// Whether the database changed since `last` (which becomes the current stamp) by anything
+    /// but this process's own noted writes: from `last`, those lead to the current stamp.
+    pub fn changed_by_others(&self, last: &mut DbStamp) -> bool {
+        let now = self.db_stamp();
+        if &now == last {
+            return false;
+        }
+        let mut own = self.own_writes.lock().unwrap_or_else(|e| e.into_inner());
+        let mut at = last.clone();
+        for _ in 0..own.len() {
+            match own.iter().find(|(before, _)| before == &at) {
+                Some((_, after)) => at = after.clone(),
+                None => break,
+            }
+            if at == now {
+                break;
+            }
+        }
+        own.clear();
+        *last = now;
+        at != *last
     }
 
     /// The store, for tests and tools that inspect the database directly.

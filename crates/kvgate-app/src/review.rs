@@ -809,20 +809,25 @@ impl App {
                 format!("pair {}: {e}", input.pair_id),
             )
         })?;
+        // The window shows the label from the outcome: its own write is not a change to read.
         let event = self
-            .store
-            .record_label(
-                study_id,
-                &input.pair_id,
-                mapped.label.as_str(),
-                &input.note,
-                by,
-                mapped.unblinded,
-                json!({
-                    "candidate_shown_as": if cand_a { "A" } else { "B" },
-                    "given": input.label.as_str(),
-                }),
-            )
+            .own_write(async {
+                Ok(self
+                    .store
+                    .record_label(
+                        study_id,
+                        &input.pair_id,
+                        mapped.label.as_str(),
+                        &input.note,
+                        by,
+                        mapped.unblinded,
+                        json!({
+                            "candidate_shown_as": if cand_a { "A" } else { "B" },
+                            "given": input.label.as_str(),
+                        }),
+                    )
+                    .await?)
+            })
             .await?;
         Ok(LabelOutcome {
             event,

@@ -229,3 +229,73 @@ async fn reads_leave_the_database_stamp_alone_and_another_process_changes_it() {
     assert_ne!(app.db_stamp(), before);
     cli.close().await;
 }
+
+/// A label the window gave is shown from its outcome: the watch does not report it, so the
+/// window does not read a long review list again. Anyone else's write is reported, also one
+/// that lands in the same period as the window's label.
+#[tokio::test]
+async fn the_watch_reports_writes_of_others_and_not_the_windows_own_label() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ws.sqlite");
+    let app = App::open(DbLocation::Path(path.clone())).await.unwrap();
+    let demo = app.open_demo().await.unwrap();
+    let queue = app
+        .review_queue(demo.id, ReviewFilter::default())
+        .await
+        .unwrap();
+    assert!(queue.pairs.len() >= 2, "the demo has disagreements");
+    let label = |pair: usize, by: &str| LabelInput {
+        pair_id: queue.pairs[pair].pair_id.clone(),
+        label: ReviewLabel::BothWrong,
+        note: String::new(),
+        by: by.into(),
+    };
+    let mut last = app.db_stamp();
+    assert!(!app.changed_by_others(&mut last), "nothing was written");
+
+    app.label_pair(label(0, "window")).await.unwrap();
+    assert!(!app.changed_by_others(&mut last), "the window's own label");
+    assert_eq!(last, app.db_stamp());
+
+    // The CLI labels another pair: reported once.
+    let cli = App::open(DbLocation::Path(path)).await.unwrap();
+    cli.label_pair(label(1, "cli")).await.unwrap();
+    assert!(app.changed_by_others(&mut last), "the CLI's label");
+    assert!(!app.changed_by_others(&mut last), "reported once");
+
+    // The window labels, then the CLI writes before the watch looks: reported.
+    app.label_pair(label(0, "window")).await.unwrap();
+    cli.create_study(NewStudy {
+        name: "from the command line".into(),
+        description: String::new(),
+    })
+    .await
+    .unwrap();
+    assert!(
+        app.changed_by_others(&mut last),
+        "a write after the window's label"
+    );
+
+    // The CLI writes, then the window labels before the watch looks: reported.
+    cli.create_study(NewStudy {
+        name: "from the command line, again".into(),
+        description: String::new(),
+    })
+    .await
+    .unwrap();
+    app.label_pair(label(1, "window")).await.unwrap();
+    assert!(
+        app.changed_by_others(&mut last),
+        "a write before the window's label"
+    );
+
+    // Several labels of the window between two looks: not reported.
+    for (pair, by) in [(0, "window"), (1, "window"), (0, "window again")] {
+        app.label_pair(label(pair, by)).await.unwrap();
+    }
+    assert!(
+        !app.changed_by_others(&mut last),
+        "three labels of the window"
+    );
+    cli.close().await;
+}
