@@ -261,6 +261,12 @@ impl App {
         if let Some(kept) = self.analyses.get(study_id, &revision) {
             return Ok(kept);
         }
+        let _one_at_a_time = self.analyses.computing.lock().await;
+        // Kept by the call this one waited for, unless something changed meanwhile.
+        let revision = self.store.study_revision(study_id).await?;
+        if let Some(kept) = self.analyses.get(study_id, &revision) {
+            return Ok(kept);
+        }
         let (analysis, complete) = self.compute_analysis(study_id).await?;
         self.analyses.computed.fetch_add(1, Ordering::Relaxed);
         if complete {
@@ -381,6 +387,10 @@ impl App {
 pub(crate) struct AnalysisCache {
     kept: Arc<Mutex<HashMap<i64, (String, StudyAnalysis)>>>,
     computed: Arc<AtomicU64>,
+    /// Held while an analysis is computed: screens that ask at once (the overview's progress,
+    /// Sign-off's checklist and analysis) wait for one computation instead of each running
+    /// their own, side by side, in memory and on the same cores.
+    computing: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl AnalysisCache {

@@ -258,6 +258,25 @@ async fn the_results_screen_reads_the_analysis_in_reading_order_with_its_charts(
     assert_eq!(r.charts.capacity.len(), 2);
 }
 
+/// Screens that ask for the analysis at once (Sign-off asks for its checklist and the analysis
+/// side by side, the overview its progress) share one computation.
+#[tokio::test]
+async fn analyses_asked_for_at_once_are_computed_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (app, sid) = crate::locked_demo_study(&dir).await;
+    let (a, list, results, b) = tokio::join!(
+        app.analyze(sid),
+        app.checklist(sid),
+        app.results(sid),
+        app.analyze(sid)
+    );
+    let (a, b) = (a.unwrap(), b.unwrap());
+    list.unwrap();
+    results.unwrap();
+    assert_eq!(a, b);
+    assert_eq!(app.analyses_computed(), 1);
+}
+
 /// The analysis is computed once per state of what it reads: repeated loads (the Results and
 /// Sign-off screens, a decision) reuse it, and a label written by another process, a new policy
 /// version, a newly frozen cell or a new run each computes it again, equal to a fresh
