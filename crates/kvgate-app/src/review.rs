@@ -3,7 +3,7 @@
 //! labels appended to the audit chain, and the verification of that chain against the labels
 //! the database holds.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -402,6 +402,29 @@ fn same_prompt<T: PartialEq>(x: &Option<T>, y: &Option<T>) -> bool {
     }
 }
 
+/// B0's and a candidate's first passes of the same item, both lists sorted by item and walked
+/// side by side. Not the same prompt (both digests recorded and different): not a pair, as in the
+/// analysis, which lists it as unpaired.
+fn paired<'a>(
+    b0: &'a [(Box<str>, Pass)],
+    cand: &'a [(Box<str>, Pass)],
+) -> impl Iterator<Item = (&'a str, &'a Pass, &'a Pass)> + 'a {
+    let mut b0_at = b0.iter().peekable();
+    cand.iter().filter_map(move |(item, y)| {
+        while b0_at.next_if(|(i, _)| i < item).is_some() {}
+        let (_, x) = b0_at.next_if(|(i, _)| i == item)?;
+        same_prompt(&x.prompt, &y.prompt).then_some((&**item, x, y))
+    })
+}
+
+/// What the studies overview counts of a study's review: its disagreements and how many of
+/// them carry a label. The same pairs as [`App::review_index`], without building its rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReviewCounts {
+    pub disagreements: u64,
+    pub labelled: u64,
+}
+
 /// A corpus folder and the items digest a run recorded for it.
 type CorpusKey = (String, String);
 
@@ -584,16 +607,7 @@ impl App {
         for cell in cells {
             let cand = &passes[&cell];
             disagreements.entry(cell.clone()).or_insert(0);
-            // Both sorted by item: walk them side by side. Not the same prompt (both digests
-            // recorded and different): not a pair, as in the analysis, which lists it as
-            // unpaired.
-            let mut b0_at = b0.iter().peekable();
-            let both = cand.iter().filter_map(|(item, y)| {
-                while b0_at.next_if(|(i, _)| i < item).is_some() {}
-                let (_, x) = b0_at.next_if(|(i, _)| i == item)?;
-                same_prompt(&x.prompt, &y.prompt).then_some((item, x, y))
-            });
-            for (item, x, y) in both {
+            for (item, x, y) in paired(&b0, cand) {
                 let disagreement = x.accepted != y.accepted;
                 if disagreement {
                     *disagreements.entry(cell.clone()).or_insert(0) += 1;
@@ -601,7 +615,6 @@ impl App {
                 if filter.candidate.as_ref().is_some_and(|c| c != &cell) {
                     continue;
                 }
-                let item: &str = item;
                 let strata = ItemStrata::from_item_id(item);
                 if filter.strata != SegmentFilter::default()
                     && !filter.strata.matches_item(item, strata.as_ref())
@@ -647,6 +660,39 @@ impl App {
             disagreements,
             labelled: labels.len() as u64,
         })
+    }
+
+    /// The study's disagreements and how many are labelled (the overview's counts): the pairs
+    /// of [`App::review_index`] counted, no row built. Refused until the policy is locked.
+    pub async fn review_counts(&self, study_id: i64) -> Result<ReviewCounts, AppError> {
+        self.require_locked_policy(study_id, "its review queue is not shown")
+            .await?;
+        let mut passes = self.first_passes(study_id, false).await?;
+        let labels: HashSet<String> = self
+            .store
+            .adjudications(study_id)
+            .await?
+            .into_iter()
+            .map(|r| r.pair_id)
+            .collect();
+        let mut counts = ReviewCounts {
+            disagreements: 0,
+            labelled: 0,
+        };
+        let Some(b0) = passes.remove("B0") else {
+            return Ok(counts);
+        };
+        for (cell, cand) in &passes {
+            for (item, x, y) in paired(&b0, cand) {
+                if x.accepted != y.accepted {
+                    counts.disagreements += 1;
+                    if !labels.is_empty() && labels.contains(&pair_id(study_id, cell, item)) {
+                        counts.labelled += 1;
+                    }
+                }
+            }
+        }
+        Ok(counts)
     }
 
     /// One pair, whole and blind: both answers (A and B in the study's seeded order), the

@@ -6,7 +6,6 @@ use kvgate_core::study::{NewStudy, ProgressCounts, Provenance, Study, StudyProgr
 use kvgate_store::{RunProvenance, Setting};
 
 use crate::manifests::ManifestStatus;
-use crate::review::ReviewFilter;
 use crate::{App, AppError, ErrorCode};
 use kvgate_core::checklist::SignatureState;
 
@@ -264,7 +263,7 @@ impl App {
             .map(|p| u32::try_from(p.version).unwrap_or(u32::MAX));
         // Disagreements are results: absent, not 0, until the policy is locked.
         let queue = match kvgate_core::policy::results_withheld(policy.len()) {
-            None => Some(self.review_index(study_id, ReviewFilter::default()).await?),
+            None => Some(self.review_counts(study_id).await?),
             Some(_) => None,
         };
         let (checks_signed, candidates_decided) = if policy_version.is_some() {
@@ -297,17 +296,8 @@ impl App {
                     .count(),
             ),
             baseline_has_runs: with_results.iter().any(|c| c == "B0"),
-            disagreements: queue
-                .as_ref()
-                .map(|q| count(q.rows.iter().filter(|p| p.disagreement).count())),
-            disagreements_labelled: queue.as_ref().map(|q| {
-                count(
-                    q.rows
-                        .iter()
-                        .filter(|p| p.disagreement && p.label.is_some())
-                        .count(),
-                )
-            }),
+            disagreements: queue.map(|q| count(q.disagreements as usize)),
+            disagreements_labelled: queue.map(|q| count(q.labelled as usize)),
             checks_signed: count(checks_signed),
             candidates_decided: count(candidates_decided),
         }

@@ -498,6 +498,43 @@ async fn the_review_list_is_the_queue_without_answers_and_each_pair_reads_alone(
             assert_eq!(&app.review_pair(&p.pair_id).await.unwrap(), p);
         }
     }
+    // The overview's counts are the list's disagreements and its labelled ones; a label on an
+    // agreeing pair is not a labelled disagreement.
+    let counted = |index: &kvgate_app::review::ReviewIndex| kvgate_app::review::ReviewCounts {
+        disagreements: index.rows.iter().filter(|r| r.disagreement).count() as u64,
+        labelled: index
+            .rows
+            .iter()
+            .filter(|r| r.disagreement && r.label.is_some())
+            .count() as u64,
+    };
+    let with_agreeing = ReviewFilter {
+        agreeing_sample: 3,
+        ..ReviewFilter::default()
+    };
+    let index = app.review_index(sid, with_agreeing.clone()).await.unwrap();
+    let counts = app.review_counts(sid).await.unwrap();
+    assert_eq!(counts, counted(&index));
+    assert_eq!(counts.labelled, 1);
+    assert_eq!(counts.disagreements, index.disagreements_total);
+    let agreeing = index
+        .rows
+        .iter()
+        .find(|r| !r.disagreement)
+        .expect("an agreeing pair in the sample");
+    app.label_pair(LabelInput {
+        pair_id: agreeing.pair_id.clone(),
+        label: ReviewLabel::BothAcceptable,
+        note: String::new(),
+        by: "rev".into(),
+    })
+    .await
+    .unwrap();
+    let index = app.review_index(sid, with_agreeing).await.unwrap();
+    assert_eq!(index.labelled, 2);
+    assert_eq!(app.review_counts(sid).await.unwrap(), counted(&index));
+    assert_eq!(app.review_counts(sid).await.unwrap().labelled, 1);
+
     let labelled = app.review_pair(&first).await.unwrap();
     assert_eq!(labelled.label, Some(AdjudicationLabel::BothWrong));
     assert_eq!(labelled.note.as_deref(), Some("neither"));
