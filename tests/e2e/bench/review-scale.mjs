@@ -87,6 +87,8 @@ export const journeys = [
       await s.type('[data-testid="review-reviewer"]', 'bench');
 
       const times = [];
+      // Each label → next as its two steps: the label key to the reveal drawn, `j` to the next pair drawn.
+      const parts = [];
       for (let i = 0; i < 20; i++) {
         const id = await s.script('return document.querySelector(\'[data-testid="review-pair"] code\').textContent;');
         const labelled = await stamped(s, 'labelled', '[data-testid="review-reveal"]', '',
@@ -101,6 +103,7 @@ export const journeys = [
         const now = await s.script('return document.querySelector(\'[data-testid="review-pair"] code\').textContent;');
         assert(now === nextId && (await s.find('[data-testid="review-side-a"]')), `moved on from ${id} to ${nextId}: ${now}`);
         times.push(labelled + moved);
+        parts.push([labelled, moved]);
       }
       times.sort((a, b) => a - b);
       const app = await waitUntil(
@@ -117,6 +120,7 @@ export const journeys = [
         label_next_median_ms: times[Math.floor(times.length / 2)],
         label_next_worst_ms: times[times.length - 1],
         label_next_ms: times,
+        label_then_next_ms: parts,
         app_rss_mib: app[0].hwm,
         web_rss_mib: Math.max(...web.map((w) => w.hwm)),
       };

@@ -236,6 +236,33 @@ describe('Review screen', () => {
     expect(screen.getByTestId('review-reveal').textContent).toBe('A = B0, B = Q8');
   });
 
+  it('a label given in the blind list is what a later order and search read', async () => {
+    ipcMock.reviewQueue.mockResolvedValue(queue([pair(1), pair(2), pair(3)]));
+    ipcMock.labelPair.mockResolvedValue({
+      event: { seq: 1, at: '2026-03-03T09:00:00Z', actor: 'Ana', kind: 'label', subject: pair(1).pair_id, payload: {}, previous: null, prev_hash: '0', hash: '1' },
+      candidate_is_a: true,
+      candidate: 'Q8',
+      given: 'both_wrong',
+      label: 'both_wrong',
+      unblinded: false,
+    });
+    const { review } = setup();
+    await screen.findByTestId('review-side-a');
+    const listed = () => screen.getAllByTestId('review-pair-row').map((r) => r.dataset['pairId']!.slice(-3));
+    review.setReviewer('Ana');
+    // The first pair, labelled where it is in the blind order.
+    expect(await review.label('both_wrong')).toBe(true);
+    expect(listed()).toEqual(['001', '002', '003']);
+    expect(screen.getAllByTestId('review-pair-row')[0]!.dataset['label']).toBe('both_wrong');
+    expect(screen.getByTestId('review-count-labelled').textContent).toBe('labelled: 1');
+    await fireEvent.change(screen.getByTestId('review-order'), { target: { value: 'unlabelled' } });
+    expect(listed()).toEqual(['002', '003', '001']);
+    expect(review.current?.pair_id.slice(-3)).toBe('001');
+    await fireEvent.change(screen.getByTestId('review-order'), { target: { value: 'blind' } });
+    await fireEvent.input(screen.getByTestId('review-search'), { target: { value: 'unlabelled' } });
+    expect(listed()).toEqual(['002', '003']);
+  });
+
   it('keeps a label when a queue read started before it lands after it', async () => {
     ipcMock.reviewQueue.mockResolvedValue(queue([pair(1), pair(2)]));
     const p = pair(1);

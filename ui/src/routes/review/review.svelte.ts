@@ -50,6 +50,12 @@ export class ReviewModel {
   search = $state('');
   /** The pairs listed: the queue in `order`, narrowed by `search`; keys move through this list. */
   pairs = $derived<readonly ReviewRow[]>(orderPairs(this.queue?.rows ?? [], this.order, this.search));
+  /** Bumped when a row of `pairs` (and of the queue) is replaced in place: what shows rows reads
+   * it. A label in the blind, unsearched list changes one row, and copying 100,000 rows (twice:
+   * the queue and the list) on every label is what made labelling wait. */
+  rowsVersion = $state(0);
+  /** The queue's count of labelled pairs, as labels in this window add to it. */
+  labelled = $state(0);
   /** Index of the current pair in `pairs`. */
   index = $state(0);
   /** Pairs whose sides were revealed in this session (after a label, or on request once labelled). */
@@ -67,6 +73,7 @@ export class ReviewModel {
 
   /** The current row of the list. */
   get currentRow(): ReviewRow | null {
+    void this.rowsVersion;
     return this.pairs[this.index] ?? null;
   }
 
@@ -90,6 +97,7 @@ export class ReviewModel {
     if (studyId !== this.studyId) {
       this.studyId = studyId;
       this.queue = null;
+      this.labelled = 0;
       this.detail = null;
       this.detailError = null;
       this.kept = new Map();
@@ -140,6 +148,7 @@ export class ReviewModel {
       const queue = await reviewIndex(studyId, this.filter);
       if (seq !== this.seq) return;
       this.queue = queue;
+      this.labelled = queue.labelled;
       // Read again: another process may have labelled or relabelled them.
       this.kept = new Map();
       const at = keep === undefined ? -1 : this.pairs.findIndex((p) => p.pair_id === keep);
@@ -281,24 +290,28 @@ export class ReviewModel {
       // A queue read started before this write would land with the pair as it was: dropped.
       this.seq++;
       const queue = this.queue;
-      if (queue) {
-        const at = queue.rows.findIndex((p) => p.pair_id === pair.pair_id);
-        if (at >= 0) {
-          const before = queue.rows[at]!;
-          const updated: ReviewRow = {
-            ...before,
-            label: outcome.label,
-            note,
-            candidate_is_a: outcome.candidate_is_a,
-            unblinded: outcome.unblinded,
-          };
+      // In the blind order without a search the list is the queue, row for row.
+      const inPlace = this.order === 'blind' && !this.search.trim() && queue?.rows[this.index]?.pair_id === pair.pair_id;
+      const at = !queue ? -1 : inPlace ? this.index : queue.rows.findIndex((p) => p.pair_id === pair.pair_id);
+      if (queue && at >= 0) {
+        const before = queue.rows[at]!;
+        const updated: ReviewRow = {
+          ...before,
+          label: outcome.label,
+          note,
+          candidate_is_a: outcome.candidate_is_a,
+          unblinded: outcome.unblinded,
+        };
+        if (before.label === null) this.labelled += 1;
+        if (inPlace) {
+          // Neither order nor search reads the label here: the row is replaced where it is.
+          (queue.rows as ReviewRow[])[at] = updated;
+          (this.pairs as ReviewRow[])[this.index] = updated;
+          this.rowsVersion += 1;
+        } else {
           const rows = queue.rows.slice();
           rows[at] = updated;
-          this.queue = {
-            ...queue,
-            rows,
-            labelled: queue.labelled + (before.label === null ? 1 : 0),
-          };
+          this.queue = { ...queue, rows };
         }
       }
       // In an order by label the pair may have moved: it stays the current one.
