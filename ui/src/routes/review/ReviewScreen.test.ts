@@ -181,6 +181,8 @@ describe('Review screen', () => {
     expect(screen.getByTestId('review-distractor').textContent).toBe('PX-21 rev C torque 125 N·m');
     expect(screen.getByTestId('review-count-disagreements').textContent?.replace(/\s+/g, ' ')).toContain('Q8: 2');
     expect(screen.getByTestId('review-count-disagreements').textContent?.replace(/\s+/g, ' ')).toContain('C1: 0');
+    // The count and the per-candidate counts are apart: "2 (C1: 0, Q8: 2)".
+    expect(screen.getByTestId('review-count-disagreements').textContent?.replace(/\s+/g, ' ')).toMatch(/: 2 \(C1: 0, Q8: 2\)/);
 
     const rows = screen.getAllByTestId('review-pair-row');
     expect(rows.map((r) => r.dataset['label'])).toEqual(['unlabelled', 'unlabelled']);
