@@ -470,6 +470,7 @@ impl ReviewCorpus {
 }
 
 /// One side of a pair, whole: the run's first judged pass of the item.
+#[derive(Clone)]
 struct Judged {
     side: ReviewSide,
     prompt: Option<String>,
@@ -519,25 +520,29 @@ impl App {
         Ok(out)
     }
 
-    /// A cell's first judged pass of one item, whole.
-    async fn judged(
+    /// The quality runs of each cell that have ended, by run id: where a pair's sides are read.
+    async fn quality_runs(
         &self,
         study_id: i64,
-        cell: &str,
+    ) -> Result<HashMap<String, Vec<kvgate_store::RunRecord>>, AppError> {
+        let mut out: HashMap<String, Vec<kvgate_store::RunRecord>> = HashMap::new();
+        for r in self.store.list_runs(study_id).await? {
+            if r.kind == RunKind::Quality && r.state != kvgate_store::RunState::Running {
+                out.entry(r.cell.clone()).or_default().push(r);
+            }
+        }
+        for runs in out.values_mut() {
+            runs.sort_by_key(|r| r.id);
+        }
+        Ok(out)
+    }
+
+    /// A cell's first judged pass of one item, whole, from the cell's runs in id order.
+    async fn judged(
+        &self,
+        runs: &[kvgate_store::RunRecord],
         item: &str,
     ) -> Result<Option<Judged>, AppError> {
-        let mut runs: Vec<_> = self
-            .store
-            .list_runs(study_id)
-            .await?
-            .into_iter()
-            .filter(|r| {
-                r.cell == cell
-                    && r.kind == RunKind::Quality
-                    && r.state != kvgate_store::RunState::Running
-            })
-            .collect();
-        runs.sort_by_key(|r| r.id);
         for run in runs {
             if let Some((request, reference)) = self.store.judged_request(run.id, item).await? {
                 let prompt = request.record.prompt_sha256.clone();
@@ -708,14 +713,43 @@ impl App {
         self.open_study(study_id).await?;
         self.require_locked_policy(study_id, "its review queue is not shown")
             .await?;
+        let runs = self.quality_runs(study_id).await?;
+        let seed = self
+            .store
+            .review_seed(study_id, &Self::seed_for(study_id))
+            .await?;
+        let label = self.store.adjudication(study_id, pair).await?;
+        let of = |cell: &str| runs.get(cell).map_or(&[][..], Vec::as_slice);
+        let (x, y) = if candidate == "B0" {
+            (None, None)
+        } else {
+            (
+                self.judged(of("B0"), item).await?,
+                self.judged(of(candidate), item).await?,
+            )
+        };
+        self.assemble(&seed, pair, candidate, item, x, y, label.as_ref())
+    }
+
+    /// A pair from its sides (B0's and the candidate's first judged passes of the item, `None`
+    /// when that cell has none) and its label: [`App::review_pair`] reads the sides of one
+    /// pair, [`App::for_each_review_pair`] those of hundreds at once.
+    #[allow(clippy::too_many_arguments)]
+    fn assemble(
+        &self,
+        seed: &str,
+        pair: &str,
+        candidate: &str,
+        item: &str,
+        x: Option<Judged>,
+        y: Option<Judged>,
+        label: Option<&kvgate_store::AdjudicationRow>,
+    ) -> Result<ReviewPair, AppError> {
         let not_found = |why: &str| AppError::not_found(format!("pair {pair} not found: {why}"));
         if candidate == "B0" {
             return Err(not_found("B0 is the baseline, not a candidate"));
         }
-        let (Some(x), Some(y)) = (
-            self.judged(study_id, "B0", item).await?,
-            self.judged(study_id, candidate, item).await?,
-        ) else {
+        let (Some(x), Some(y)) = (x, y) else {
             return Err(not_found(&format!(
                 "B0 and {candidate} have not both judged item {item}"
             )));
@@ -725,12 +759,7 @@ impl App {
                 "B0 and the candidate were sent different prompts for this item: not a pair",
             ));
         }
-        let seed = self
-            .store
-            .review_seed(study_id, &Self::seed_for(study_id))
-            .await?;
-        let label = self.store.adjudication(study_id, pair).await?;
-        let cand_a = candidate_is_a(&seed, pair);
+        let cand_a = candidate_is_a(seed, pair);
         let disagreement = x.side.accepted != y.side.accepted;
         // The prompt is the same on both sides (a pair's prompt digests are equal).
         let harness = y
@@ -772,12 +801,10 @@ impl App {
             item: item_full,
             item_note,
             harness,
-            label: label
-                .as_ref()
-                .and_then(|l| AdjudicationLabel::parse(&l.label)),
-            note: label.as_ref().map(|l| l.note.clone()),
-            candidate_is_a: label.as_ref().map(|_| cand_a),
-            unblinded: label.as_ref().is_some_and(|l| l.unblinded),
+            label: label.and_then(|l| AdjudicationLabel::parse(&l.label)),
+            note: label.map(|l| l.note.clone()),
+            candidate_is_a: label.map(|_| cand_a),
+            unblinded: label.is_some_and(|l| l.unblinded),
         })
     }
 
@@ -790,9 +817,11 @@ impl App {
     ) -> Result<ReviewQueue, AppError> {
         let index = self.review_index(study_id, filter).await?;
         let mut pairs = Vec::with_capacity(index.rows.len());
-        for row in &index.rows {
-            pairs.push(self.review_pair(&row.pair_id).await?);
-        }
+        self.for_each_review_pair(&index, |pair| {
+            pairs.push(pair);
+            Ok(())
+        })
+        .await?;
         Ok(ReviewQueue {
             study_id: index.study_id,
             seed: index.seed,
@@ -801,6 +830,94 @@ impl App {
             disagreements_total: index.disagreements_total,
             labelled: index.labelled,
         })
+    }
+
+    /// Each row of `index` read whole, in the list's order, handed to `each` as it is read (the
+    /// CLI's `review list` prints them so, without keeping 100,000 pairs). What every pair of
+    /// the study reads alike is read once; each pair is then [`App::review_pair`]'s.
+    pub async fn for_each_review_pair(
+        &self,
+        index: &ReviewIndex,
+        each: impl FnMut(ReviewPair) -> Result<(), AppError>,
+    ) -> Result<(), AppError> {
+        self.for_each_review_pair_read_by(index, 500, each).await
+    }
+
+    /// [`App::for_each_review_pair`], reading the sides of `per_read` rows at a time (tests
+    /// try the boundaries with a few).
+    #[doc(hidden)]
+    pub async fn for_each_review_pair_read_by(
+        &self,
+        index: &ReviewIndex,
+        per_read: usize,
+        mut each: impl FnMut(ReviewPair) -> Result<(), AppError>,
+    ) -> Result<(), AppError> {
+        let study_id = index.study_id;
+        self.require_locked_policy(study_id, "its review queue is not shown")
+            .await?;
+        let runs = self.quality_runs(study_id).await?;
+        let labels: HashMap<String, kvgate_store::AdjudicationRow> = self
+            .store
+            .adjudications(study_id)
+            .await?
+            .into_iter()
+            .map(|r| (r.pair_id.clone(), r))
+            .collect();
+        // The rows a few hundred at a time: each cell's sides of them in one query per run.
+        for rows in index.rows.chunks(per_read.max(1)) {
+            let mut sides: HashMap<&str, HashMap<String, Judged>> = HashMap::new();
+            let mut cells: Vec<&str> = vec!["B0"];
+            for r in rows {
+                if !cells.contains(&r.candidate.as_str()) {
+                    cells.push(&r.candidate);
+                }
+            }
+            for cell in cells {
+                let mut wanted: Vec<&str> = rows
+                    .iter()
+                    .filter(|r| cell == "B0" || r.candidate == cell)
+                    .map(|r| r.item_id.as_str())
+                    .collect();
+                wanted.sort_unstable();
+                wanted.dedup();
+                let found = sides.entry(cell).or_default();
+                for run in runs.get(cell).map_or(&[][..], Vec::as_slice) {
+                    wanted.retain(|i| !found.contains_key(*i));
+                    if wanted.is_empty() {
+                        break;
+                    }
+                    // As `judged`: a run whose pass has no verdict leaves the item to the next.
+                    for (item, (request, reference)) in
+                        self.store.judged_requests(run.id, &wanted).await?
+                    {
+                        let prompt = request.record.prompt_sha256.clone();
+                        if let Some(side) = side_from(run.id, request) {
+                            let judged = Judged {
+                                side,
+                                prompt,
+                                corpus: corpus_of(&run.config_json),
+                                reference,
+                            };
+                            found.insert(item, judged);
+                        }
+                    }
+                }
+            }
+            for r in rows {
+                let side = |cell: &str| sides.get(cell).and_then(|m| m.get(&r.item_id)).cloned();
+                let pair = self.assemble(
+                    &index.seed,
+                    &r.pair_id,
+                    &r.candidate,
+                    &r.item_id,
+                    side("B0"),
+                    side(&r.candidate),
+                    labels.get(&r.pair_id),
+                )?;
+                each(pair)?;
+            }
+        }
+        Ok(())
     }
 
     /// Labels a pair (or relabels it): appended to the audit chain; returns the reveal.

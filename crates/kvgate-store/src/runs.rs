@@ -1138,6 +1138,48 @@ impl Store {
         Ok(Some((request_from_row(&row)?, reference)))
     }
 
+    /// [`Store::judged_request`] for many items of one run at once (one query per 500 items):
+    /// each item's first judged pass, by item id; an item the run did not judge is absent.
+    pub async fn judged_requests(
+        &self,
+        run_id: i64,
+        items: &[&str],
+    ) -> Result<
+        std::collections::HashMap<String, (StoredRequest, Option<HarnessReference>)>,
+        StoreError,
+    > {
+        let mut out = std::collections::HashMap::with_capacity(items.len());
+        for chunk in items.chunks(500) {
+            let sql = format!(
+                concat!(
+                    "SELECT rowid AS row_id, ",
+                    request_columns!(),
+                    ", harness_prompt, harness_target FROM run_requests \
+                     WHERE run_id = ? AND item_id IN ({}) AND verdict_accepted IS NOT NULL \
+                     AND warmup = 0 ORDER BY item_id, repeat, idx"
+                ),
+                vec!["?"; chunk.len()].join(", ")
+            );
+            let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(run_id);
+            for item in chunk {
+                query = query.bind(*item);
+            }
+            for row in query.fetch_all(&self.pool).await? {
+                let item: String = row.try_get("item_id")?;
+                if out.contains_key(&item) {
+                    continue;
+                }
+                let prompt: Option<String> = row.try_get("harness_prompt")?;
+                let target: Option<String> = row.try_get("harness_target")?;
+                let reference = prompt
+                    .zip(target)
+                    .map(|(prompt, target)| HarnessReference { prompt, target });
+                out.insert(item, (request_from_row(&row)?, reference));
+            }
+        }
+        Ok(out)
+    }
+
     /// The requests of a run: warmups first, then by index. `NotFound` when the run is absent.
     /// The harness prompt and target of each measured row of a run that came from an evaluation
     /// harness, by item id (first row of an item); empty for every other run.

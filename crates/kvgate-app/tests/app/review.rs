@@ -399,6 +399,68 @@ async fn real_llamacpp_disagreements_are_the_queue() {
 /// rows are the whole queue's pairs, in the same blind order, with the same labels and reveals,
 /// under every filter; each pair read alone is the queue's pair; a pair that is not one is not
 /// found, named.
+/// The CLI's list reads the sides of many pairs at once: each pair is the one read alone,
+/// whatever the number read at a time, and comes from each cell's first run even when a later
+/// run of the cell answered otherwise.
+#[tokio::test]
+async fn pairs_read_many_at_once_are_the_pairs_read_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let (app, sid, _) = study_with_disagreements(&dir).await;
+    let first: HashMap<String, i64> = app
+        .store()
+        .list_runs(sid)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.cell, r.id))
+        .collect();
+    // A second run in each cell, every answer right.
+    let (all, _) = answers(true);
+    let server = answer_server::start(all).await;
+    for (cell, log) in [
+        ("B0", "fixtures/evidence/llamacpp-f16-startup.log"),
+        ("Q8", "fixtures/evidence/llamacpp-q8_0-startup.log"),
+    ] {
+        app.run_quality(&quality(sid, cell, server.base(), log), |_| {})
+            .await
+            .unwrap();
+    }
+    let index = app
+        .review_index(
+            sid,
+            ReviewFilter {
+                agreeing_sample: 1000,
+                ..ReviewFilter::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert!(index.rows.iter().any(|r| r.disagreement));
+    assert!(index.rows.len() > 6, "{}", index.rows.len());
+    for per_read in [1, 2, 5, 500] {
+        let mut pairs = Vec::new();
+        app.for_each_review_pair_read_by(&index, per_read, |p| {
+            pairs.push(p);
+            Ok(())
+        })
+        .await
+        .unwrap();
+        assert_eq!(pairs.len(), index.rows.len(), "{per_read}");
+        for (p, r) in pairs.iter().zip(&index.rows) {
+            assert_eq!(p.pair_id, r.pair_id, "{per_read}");
+            assert_eq!(&app.review_pair(&p.pair_id).await.unwrap(), p, "{per_read}");
+            for side in [&p.a, &p.b] {
+                assert!(
+                    side.run_id == first["B0"] || side.run_id == first["Q8"],
+                    "{per_read}: {} from run {}",
+                    p.pair_id,
+                    side.run_id
+                );
+            }
+        }
+    }
+}
+
 #[tokio::test]
 async fn the_review_list_is_the_queue_without_answers_and_each_pair_reads_alone() {
     let dir = tempfile::tempdir().unwrap();
