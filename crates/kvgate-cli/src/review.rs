@@ -3,6 +3,15 @@ use kvgate_app::domain::review::ReviewLabel;
 use kvgate_app::review::{LabelInput, ReviewFilter};
 use kvgate_app::{App, AppError, ErrorCode};
 
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::sync::mpsc::{sync_channel, Receiver};
+use std::sync::Mutex;
+
+use kvgate_app::review::{ReviewIndex, ReviewPair};
+use serde::ser::{Error as _, SerializeSeq};
+use serde::{Serialize, Serializer};
+
 use crate::{print_json, Outcome};
 
 #[derive(Debug, Subcommand)]
@@ -60,8 +69,8 @@ pub async fn run(app: &App, cmd: ReviewCommand) -> Result<Outcome, AppError> {
             json,
         } => {
             let study = app.study_by_name(&study).await?;
-            let queue = app
-                .review_queue(
+            let index = app
+                .review_index(
                     study.id,
                     ReviewFilter {
                         candidate,
@@ -71,30 +80,34 @@ pub async fn run(app: &App, cmd: ReviewCommand) -> Result<Outcome, AppError> {
                 )
                 .await?;
             if json {
-                print_json(&queue)?;
+                print_queue_json(app, index).await?;
                 return Ok(Outcome::Success);
             }
-            for (cell, n) in &queue.disagreements {
+            for (cell, n) in &index.disagreements {
                 println!("{cell}: {n} disagreements with B0");
             }
-            println!("{} labelled", queue.labelled);
-            for p in &queue.pairs {
-                let side = |s: &kvgate_app::review::ReviewSide| {
-                    if s.accepted {
-                        "accepted"
-                    } else {
-                        "rejected"
-                    }
-                };
-                println!(
+            println!("{} labelled", index.labelled);
+            let side = |s: &kvgate_app::review::ReviewSide| {
+                if s.accepted {
+                    "accepted"
+                } else {
+                    "rejected"
+                }
+            };
+            let mut out = std::io::stdout().lock();
+            app.for_each_review_pair(&index, |p| {
+                writeln!(
+                    out,
                     "{}  A {}  B {}  {}{}",
                     p.pair_id,
                     side(&p.a),
                     side(&p.b),
                     p.label.map_or("unlabelled", |l| l.as_str()),
                     if p.unblinded { " (unblinded)" } else { "" }
-                );
-            }
+                )
+                .map_err(written)
+            })
+            .await?;
             Ok(Outcome::Success)
         }
         ReviewCommand::Label {
@@ -314,4 +327,103 @@ pub async fn decide(app: &App, args: DecideArgs) -> Result<Outcome, AppError> {
         }
     }
     Ok(Outcome::Success)
+}
+
+fn written(e: std::io::Error) -> AppError {
+    AppError::new(ErrorCode::Internal, format!("standard output: {e}"))
+}
+
+/// The queue as `print_json` writes a `ReviewQueue` (same keys, same order), each pair written
+/// as it is read: a list of 100,000 pairs is never held whole.
+#[derive(Serialize)]
+struct QueueOut {
+    study_id: i64,
+    seed: String,
+    pairs: Streamed,
+    disagreements: BTreeMap<String, u64>,
+    disagreements_total: u64,
+    labelled: u64,
+}
+
+/// The pairs, as they arrive; an error ends the output unfinished (not valid JSON), never as
+/// a shorter list.
+struct Streamed(Mutex<Option<Receiver<Result<ReviewPair, String>>>>);
+
+impl Serialize for Streamed {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let rx = self
+            .0
+            .lock()
+            .map_err(|_| S::Error::custom("pairs already written"))?
+            .take()
+            .ok_or_else(|| S::Error::custom("pairs already written"))?;
+        let mut seq = serializer.serialize_seq(None)?;
+        for pair in rx {
+            seq.serialize_element(&pair.map_err(S::Error::custom)?)?;
+        }
+        seq.end()
+    }
+}
+
+async fn print_queue_json(app: &App, index: ReviewIndex) -> Result<(), AppError> {
+    let (tx, rx) = sync_channel::<Result<ReviewPair, String>>(256);
+    let out = QueueOut {
+        study_id: index.study_id,
+        seed: index.seed.clone(),
+        pairs: Streamed(Mutex::new(Some(rx))),
+        disagreements: index.disagreements.clone(),
+        disagreements_total: index.disagreements_total,
+        labelled: index.labelled,
+    };
+    let writer = std::thread::spawn(move || -> std::io::Result<()> {
+        let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+        serde_json::to_writer_pretty(&mut stdout, &out)?;
+        writeln!(stdout)?;
+        stdout.flush()
+    });
+    let read = app
+        .for_each_review_pair(&index, |pair| {
+            tx.send(Ok(pair))
+                .map_err(|_| AppError::new(ErrorCode::Internal, "standard output closed"))
+        })
+        .await;
+    if let Err(e) = &read {
+        let _ = tx.send(Err(e.message.clone()));
+    }
+    drop(tx);
+    let wrote = writer
+        .join()
+        .map_err(|_| AppError::new(ErrorCode::Internal, "the JSON writer stopped"))?;
+    read?;
+    wrote.map_err(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pair that could not be read fails the whole output: it is never a shorter list.
+    #[test]
+    fn an_error_among_the_pairs_fails_the_json_instead_of_ending_the_list() {
+        let out = |items: Vec<Result<ReviewPair, String>>| {
+            let (tx, rx) = sync_channel(items.len().max(1));
+            for item in items {
+                tx.send(item).unwrap();
+            }
+            drop(tx);
+            serde_json::to_string_pretty(&QueueOut {
+                study_id: 1,
+                seed: "s".into(),
+                pairs: Streamed(Mutex::new(Some(rx))),
+                disagreements: BTreeMap::from([("Q8".to_owned(), 0)]),
+                disagreements_total: 0,
+                labelled: 0,
+            })
+        };
+        let empty = out(Vec::new()).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&empty).unwrap();
+        assert_eq!(v["pairs"], serde_json::json!([]));
+        let err = out(vec![Err("pair 1:Q8/x not found".into())]).unwrap_err();
+        assert!(err.to_string().contains("pair 1:Q8/x not found"), "{err}");
+    }
 }

@@ -145,6 +145,45 @@ fn label_pairs_then_verify_and_detect_an_outside_edit() {
         .map(|p| p["pair_id"].as_str().unwrap())
         .collect();
     assert_eq!(unblinded, [ids[2]]);
+    // The list is written pair by pair as it is read: byte for byte what the whole queue
+    // would print, and the text form's lines are those pairs.
+    let whole = tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let app = App::open(DbLocation::Path(db.clone())).await.unwrap();
+        let study = app.study_by_name("cpu").await.unwrap();
+        let queue = app
+            .review_queue(
+                study.id,
+                kvgate_app::review::ReviewFilter {
+                    agreeing_sample: 3,
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        app.close().await;
+        queue
+    });
+    assert_eq!(
+        stdout(&out),
+        format!("{}\n", serde_json::to_string_pretty(&whole).unwrap())
+    );
+    let out = kvgate(
+        &db,
+        &["review", "list", "--study", "cpu", "--agreeing", "3"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[..2],
+        ["Q8: 0 disagreements with B0", "3 labelled"],
+        "{text}"
+    );
+    assert_eq!(lines.len(), 2 + whole.pairs.len(), "{text}");
+    for (line, p) in lines[2..].iter().zip(&whole.pairs) {
+        assert!(line.starts_with(&format!("{}  A ", p.pair_id)), "{line}");
+        assert_eq!(line.ends_with("(unblinded)"), p.unblinded, "{line}");
+    }
     let out = kvgate(
         &db,
         &[
