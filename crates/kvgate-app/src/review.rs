@@ -560,6 +560,20 @@ impl App {
         Ok(None)
     }
 
+    /// The study's labels by pair id.
+    async fn labels_by_pair(
+        &self,
+        study_id: i64,
+    ) -> Result<HashMap<String, kvgate_store::AdjudicationRow>, AppError> {
+        Ok(self
+            .store
+            .adjudications(study_id)
+            .await?
+            .into_iter()
+            .map(|r| (r.pair_id.clone(), r))
+            .collect())
+    }
+
     fn seed_for(study_id: i64) -> String {
         // Unpredictable to the reviewer, recorded once per study.
         let nanos = std::time::SystemTime::now()
@@ -587,13 +601,7 @@ impl App {
             .review_seed(study_id, &Self::seed_for(study_id))
             .await?;
         let mut passes = self.first_passes(study_id, filter.reason.is_some()).await?;
-        let labels: HashMap<String, kvgate_store::AdjudicationRow> = self
-            .store
-            .adjudications(study_id)
-            .await?
-            .into_iter()
-            .map(|r| (r.pair_id.clone(), r))
-            .collect();
+        let labels = self.labels_by_pair(study_id).await?;
         let Some(b0) = passes.remove("B0") else {
             return Ok(ReviewIndex {
                 study_id,
@@ -856,13 +864,7 @@ impl App {
         self.require_locked_policy(study_id, "its review queue is not shown")
             .await?;
         let runs = self.quality_runs(study_id).await?;
-        let labels: HashMap<String, kvgate_store::AdjudicationRow> = self
-            .store
-            .adjudications(study_id)
-            .await?
-            .into_iter()
-            .map(|r| (r.pair_id.clone(), r))
-            .collect();
+        let labels = self.labels_by_pair(study_id).await?;
         // The rows a few hundred at a time: each cell's sides of them in one query per run.
         for rows in index.rows.chunks(per_read.max(1)) {
             let mut sides: HashMap<&str, HashMap<String, Judged>> = HashMap::new();
