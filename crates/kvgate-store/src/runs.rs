@@ -1115,27 +1115,10 @@ impl Store {
         run_id: i64,
         item_id: &str,
     ) -> Result<Option<(StoredRequest, Option<HarnessReference>)>, StoreError> {
-        let sql = concat!(
-            "SELECT rowid AS row_id, ",
-            request_columns!(),
-            ", harness_prompt, harness_target FROM run_requests \
-             WHERE run_id = ? AND item_id = ? AND verdict_accepted IS NOT NULL AND warmup = 0 \
-             ORDER BY repeat, idx LIMIT 1"
-        );
-        let row = sqlx::query(sql)
-            .bind(run_id)
-            .bind(item_id)
-            .fetch_optional(&self.pool)
-            .await?;
-        let Some(row) = row else {
-            return Ok(None);
-        };
-        let prompt: Option<String> = row.try_get("harness_prompt")?;
-        let target: Option<String> = row.try_get("harness_target")?;
-        let reference = prompt
-            .zip(target)
-            .map(|(prompt, target)| HarnessReference { prompt, target });
-        Ok(Some((request_from_row(&row)?, reference)))
+        Ok(self
+            .judged_requests(run_id, &[item_id])
+            .await?
+            .remove(item_id))
     }
 
     /// [`Store::judged_request`] for many items of one run at once (one query per 500 items):
