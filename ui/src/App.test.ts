@@ -251,6 +251,7 @@ describe('App shell', () => {
         preset: 'test-2k',
         split: 'evaluation',
         per_stratum: 1,
+        task_types: ['literal', 'numeric', 'multi_document', 'business_rule'],
         length_bounds: { short: { min: 0, max: 799 }, medium: { min: 800, max: 1299 }, long: { min: 1300, max: 1800 } },
         chat_template: 'chatml',
         item_count: 0,

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use kvgate_core::fixtures::{
     check_disjoint, generate_corpus, render_corpus_json, sha256_hex, CorpusMeta, DisjointReport,
-    FixtureItem, FixtureOptions, Preset, Split,
+    FixtureItem, FixtureOptions, Preset, Split, TaskType,
 };
 use kvgate_core::validator::{validate, ExpectedAnswer, ResponseOutcome, ValidatorPolicy, Verdict};
 use kvgate_formats::tokenizer::PinnedTokenizer;
@@ -32,6 +32,10 @@ pub struct GenerateFixtures {
     pub preset: Preset,
     pub split: Split,
     pub per_stratum: usize,
+    /// The task types to generate (default: the four single extractions); `variable_tracking`
+    /// adds the multi-hop renumbering items.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_types: Option<Vec<TaskType>>,
     /// A `tokenizer.json` to count with instead of the pinned one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokenizer_path: Option<String>,
@@ -75,10 +79,7 @@ pub fn load_tokenizer(path: Option<&Path>) -> Result<PinnedTokenizer, AppError> 
 /// test-2k preset (one item per cell), generated in memory with the pinned tokenizer from `seed`.
 pub fn default_load_corpus(seed: u64) -> Result<LoadedCorpus, AppError> {
     let tokenizer = load_tokenizer(None)?;
-    let options = FixtureOptions {
-        split: Split::Evaluation,
-        per_stratum: 1,
-    };
+    let options = FixtureOptions::default();
     let corpus = generate_corpus(&tokenizer, seed, Preset::Test2k, &options)
         .map_err(|e| AppError::new(ErrorCode::Internal, e.to_string()))?;
     Ok(LoadedCorpus {
@@ -111,6 +112,10 @@ pub fn generate_fixtures(req: &GenerateFixtures) -> Result<LoadedCorpus, AppErro
     let options = FixtureOptions {
         split: req.split,
         per_stratum: req.per_stratum,
+        task_types: req
+            .task_types
+            .clone()
+            .unwrap_or_else(kvgate_core::fixtures::extraction_task_types),
     };
     let corpus = match &req.chat_template_path {
         None => generate_corpus(&tokenizer, req.seed, req.preset, &options),

@@ -59,6 +59,7 @@ fn tokenization() -> Result<Row, String> {
     let options = FixtureOptions {
         split: Split::Evaluation,
         per_stratum: 4,
+        ..FixtureOptions::default()
     };
     let corpus =
         generate_corpus(&tokenizer, 1, Preset::Test2k, &options).map_err(|e| e.to_string())?;

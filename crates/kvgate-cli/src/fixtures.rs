@@ -1,7 +1,8 @@
 use std::path::PathBuf;
 
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Subcommand, ValueEnum};
-use kvgate_app::domain::fixtures::{Preset, Split};
+use kvgate_app::domain::fixtures::{Preset, Split, TaskType};
 use kvgate_app::fixtures::{
     check_corpora, export_fixtures, generate_fixtures, open_corpus, ExportFixtures, ExportFormat,
     GenerateFixtures,
@@ -10,27 +11,16 @@ use kvgate_app::AppError;
 
 use crate::{print_json, Outcome};
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum PresetArg {
-    #[value(name = "test-2k")]
-    Test2k,
-    #[value(name = "4k")]
-    Context4k,
-    #[value(name = "32k")]
-    Context32k,
-    #[value(name = "128k")]
-    Context128k,
+/// A preset by its name, the names offered being the core's.
+pub fn preset_parser() -> impl TypedValueParser<Value = Preset> {
+    PossibleValuesParser::new(Preset::ALL.iter().map(|p| p.as_str()))
+        .map(|s| Preset::parse(&s).unwrap_or(Preset::Test2k))
 }
 
-impl From<PresetArg> for Preset {
-    fn from(p: PresetArg) -> Preset {
-        match p {
-            PresetArg::Test2k => Preset::Test2k,
-            PresetArg::Context4k => Preset::Context4k,
-            PresetArg::Context32k => Preset::Context32k,
-            PresetArg::Context128k => Preset::Context128k,
-        }
-    }
+/// A task type by its name, the names offered being the core's.
+fn task_type_parser() -> impl TypedValueParser<Value = TaskType> {
+    PossibleValuesParser::new(TaskType::ALL.iter().map(|t| t.as_str()))
+        .map(|s| TaskType::parse(&s).unwrap_or(TaskType::Literal))
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -56,8 +46,8 @@ pub enum FixturesCommand {
         #[arg(long)]
         seed: u64,
         /// Length-class bounds (tokens of the rendered prompt)
-        #[arg(long, value_enum)]
-        preset: PresetArg,
+        #[arg(long, value_parser = preset_parser())]
+        preset: Preset,
         /// tokenizer.json to count tokens with (default: the pinned SmolLM2-135M-Instruct tokenizer)
         #[arg(long)]
         tokenizer: Option<PathBuf>,
@@ -73,6 +63,10 @@ pub enum FixturesCommand {
         per_stratum: usize,
         #[arg(long, value_enum, default_value = "evaluation")]
         split: SplitArg,
+        /// Task types to generate, comma-separated (default: literal, numeric, multi_document,
+        /// business_rule); variable_tracking adds multi-hop renumbering items
+        #[arg(long, value_delimiter = ',', value_parser = task_type_parser())]
+        task_types: Vec<TaskType>,
     },
     /// Show a corpus's metadata after checking items.jsonl against its digest
     Show {
@@ -124,12 +118,14 @@ pub fn run(cmd: FixturesCommand) -> Result<Outcome, AppError> {
             out,
             per_stratum,
             split,
+            task_types,
         } => {
             let corpus = generate_fixtures(&GenerateFixtures {
                 seed,
-                preset: preset.into(),
+                preset,
                 split: split.into(),
                 per_stratum,
+                task_types: (!task_types.is_empty()).then_some(task_types),
                 tokenizer_path: tokenizer.map(|p| p.display().to_string()),
                 chat_template_path: chat_template.map(|p| p.display().to_string()),
                 out_dir: out.display().to_string(),

@@ -825,8 +825,18 @@ mod tests {
         assert_eq!(strata()[1].values, ["short", "medium", "long"]);
         assert_eq!(
             strata()[3].values,
-            ["literal", "numeric", "multi_document", "business_rule"]
+            [
+                "literal",
+                "numeric",
+                "multi_document",
+                "business_rule",
+                "variable_tracking"
+            ]
         );
+        let tracked =
+            ItemStrata::from_item_id("evaluation-7-en-long-middle-variable_tracking-present-000")
+                .unwrap();
+        assert_eq!(tracked.task_type, TaskType::VariableTracking);
     }
 
     #[test]

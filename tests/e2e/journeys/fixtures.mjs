@@ -125,4 +125,50 @@ export const journeys = [
       assert(shared.length === 72, `shared items ${shared.length}, expected 72`);
     },
   },
+  {
+    name: 'generate a variable-tracking corpus: its own grid columns, the chain as evidence, the earlier number marked',
+    async run(ctx) {
+      const out = join(ctx.work, 'corpus-tracking');
+      const s = await ctx.launch(['--db', ctx.db('fixtures-tracking')]);
+      await s.waitFor('[data-testid="screen-studies"]');
+      await s.click('[data-testid="nav-fixtures"]');
+      await s.waitFor('[data-testid="fixtures-empty"]');
+      await s.type('[data-testid="fixtures-seed"]', '11');
+      await choose(s, '[data-testid="fixtures-preset"]', 'test-2k');
+      // Only variable tracking: the four single extractions are ticked by default.
+      for (const t of ['literal', 'numeric', 'multi_document', 'business_rule', 'variable_tracking']) {
+        await s.click(`[data-testid="fixtures-task-${t}"]`);
+      }
+      const ticked = await s.script(
+        'return [...document.querySelectorAll(\'[data-testid^="fixtures-task-"]\')].filter((c) => c.checked).map((c) => c.value);',
+      );
+      assert(JSON.stringify(ticked) === '["variable_tracking"]', `ticked ${JSON.stringify(ticked)}`);
+      await s.type('[data-testid="fixtures-out"]', out);
+      await s.click('[data-testid="fixtures-generate"]');
+      const generated = await waitSummary(s, 'generated', 180000);
+      assert(generated.count === '18', `item count ${generated.count}, expected 18`);
+
+      const tasks = await s.script(
+        'return [...new Set([...document.querySelectorAll(\'[data-testid="stratum-cell"]\')].map((c) => c.dataset.task))];',
+      );
+      assert(JSON.stringify(tasks) === '["variable_tracking"]', `grid columns ${JSON.stringify(tasks)}`);
+
+      const present = await s.script(
+        'return document.querySelector(\'[data-testid="item-row"][data-answer="present"]\')?.dataset.id ?? null;',
+      );
+      assert(present && present.includes('-variable_tracking-present-'), `a present item: ${present}`);
+      await s.click(`[data-testid="item-row"][data-id="${present}"] [data-testid="item-row-open"]`);
+      await waitUntil(() => s.attr('[data-testid="item-viewer"]', 'data-id'), (id) => id === present, `the viewer on ${present}`);
+      const evidence = await s.script(
+        'return [...document.querySelectorAll(\'[data-testid="item-viewer"] [data-testid="item-evidence"]\')].map((e) => e.textContent.trim());',
+      );
+      const links = evidence.filter((t) => /became|wurde zu/.test(t));
+      assert(links.length >= 2 && links.length === evidence.length - 1, `evidence: ${JSON.stringify(evidence)}`);
+      const kinds = await s.script(
+        'return [...document.querySelectorAll(\'[data-testid="item-viewer"] [data-testid="item-distractor"]\')].map((d) => d.dataset.kinds);',
+      );
+      assert(kinds.includes('earlier_number'), `distractor kinds ${JSON.stringify(kinds)}`);
+      await ctx.screenshot(s, 'fixtures-variable-tracking');
+    },
+  },
 ];

@@ -155,3 +155,93 @@ fn validate_prints_a_verdict_for_every_response() {
         stderr(&o)
     );
 }
+
+#[test]
+fn variable_tracking_at_8k_is_chosen_by_name_and_counted_with_the_real_tokenizer() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("tracked");
+    let o = run(&[
+        "fixtures",
+        "generate",
+        "--seed",
+        "3",
+        "--preset",
+        "8k",
+        "--task-types",
+        "variable_tracking",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let meta: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("corpus.json")).unwrap()).unwrap();
+    assert_eq!(meta["task_types"], serde_json::json!(["variable_tracking"]));
+    assert_eq!(meta["preset"], "8k");
+    assert_eq!(meta["item_count"], 18);
+    let items: Vec<serde_json::Value> = std::fs::read_to_string(out.join("items.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for item in &items {
+        let tokens = item["token_count"].as_u64().unwrap();
+        let (min, max) = match item["length_class"].as_str().unwrap() {
+            "short" => (0, 2047),
+            "medium" => (2048, 4095),
+            _ => (4096, 7167),
+        };
+        assert!((min..=max).contains(&tokens), "{}: {tokens}", item["id"]);
+        let user = item["messages"][3]["content"].as_str().unwrap();
+        if let Some(asset) = item["expected"]["asset"].as_str() {
+            // The answer is the number the asked asset was renumbered to last.
+            assert_ne!(asset, item["asked_asset"]);
+            assert!(
+                user.contains(&format!(" became {asset}\n"))
+                    || user.contains(&format!(" wurde zu {asset}\n")),
+                "{}",
+                item["id"]
+            );
+        }
+    }
+
+    let twice = dir.path().join("twice");
+    let o = run(&[
+        "fixtures",
+        "generate",
+        "--seed",
+        "3",
+        "--preset",
+        "test-2k",
+        "--task-types",
+        "literal,literal",
+        "--out",
+        twice.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains(
+            "option `task_types`: expected one or more distinct task types, found [literal, literal]"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!twice.exists(), "nothing written");
+    let o = run(&[
+        "fixtures",
+        "generate",
+        "--seed",
+        "3",
+        "--preset",
+        "test-2k",
+        "--task-types",
+        "multi_hop",
+        "--out",
+        twice.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("variable_tracking"),
+        "the names offered: {}",
+        stderr(&o)
+    );
+}

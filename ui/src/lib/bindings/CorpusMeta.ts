@@ -3,6 +3,7 @@ import type { LengthBounds } from "./LengthBounds";
 import type { Preset } from "./Preset";
 import type { Split } from "./Split";
 import type { StratumCounts } from "./StratumCounts";
+import type { TaskType } from "./TaskType";
 
 /**
  * What `corpus.json` holds. Synthetic.
@@ -11,7 +12,12 @@ export type CorpusMeta = {
 /**
  * Always true.
  */
-synthetic: boolean, generator: string, seed: number, preset: Preset, split: Split, per_stratum: number, length_bounds: LengthBounds, chat_template: string, item_count: number, counts: StratumCounts, tokenizer_sha256: string, worked_example_sha256: string, 
+synthetic: boolean, generator: string, seed: number, preset: Preset, split: Split, per_stratum: number, 
+/**
+ * The task types generated (absent in corpora made before they could be chosen: the
+ * single extractions).
+ */
+task_types: Array<TaskType>, length_bounds: LengthBounds, chat_template: string, item_count: number, counts: StratumCounts, tokenizer_sha256: string, worked_example_sha256: string, 
 /**
  * sha256 of the exact `items.jsonl` bytes.
  */

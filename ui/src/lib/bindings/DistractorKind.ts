@@ -3,4 +3,4 @@
 /**
  * What makes a distractor record tempting.
  */
-export type DistractorKind = "similar_identifier" | "superseded_revision" | "future_revision" | "factor_of_ten" | "other_unit";
+export type DistractorKind = "similar_identifier" | "superseded_revision" | "future_revision" | "factor_of_ten" | "other_unit" | "earlier_number";

@@ -3,4 +3,4 @@
 /**
  * Length-class bounds: `test-2k` for the 2,048-token test model, then realistic contexts.
  */
-export type Preset = "test-2k" | "4k" | "32k" | "128k";
+export type Preset = "test-2k" | "4k" | "8k" | "16k" | "32k" | "128k";
