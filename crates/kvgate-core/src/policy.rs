@@ -830,7 +830,9 @@ mod tests {
                 "numeric",
                 "multi_document",
                 "business_rule",
-                "variable_tracking"
+                "variable_tracking",
+                "multi_key",
+                "multi_value"
             ]
         );
         let tracked =

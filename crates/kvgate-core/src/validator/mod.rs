@@ -4,7 +4,10 @@
 //! equal to the item's expected answer: the same keys, no more and no fewer, strings equal, and
 //! `nominal_torque` a JSON number equal to the expected decimal, compared exactly as decimals
 //! (12.5 == 12.50, 12.5 != 12.500000001). For an absent asset the only accepted answer is the
-//! refusal `{"error": "not_found"}`. Timeouts, transport errors and empty outputs are verdicts
+//! refusal `{"error": "not_found"}`. Items that ask for several records (several assets, or every
+//! revision of one) expect `{"answers": [...]}`: one object with only that key, an array of
+//! exactly the expected answers in the order asked, each compared by the same rules under the
+//! path `answers[i]`. Timeouts, transport errors and empty outputs are verdicts
 //! too, so they stay in every denominator. A rejected verdict lists every reason that applies.
 
 mod decimal;
@@ -21,6 +24,8 @@ use json::{Node, Value};
 
 /// The keys of an extraction answer, in the order they are written.
 pub const ANSWER_FIELDS: [&str; 4] = ["asset", "revision", "nominal_torque", "unit"];
+/// The key of a list answer's array.
+pub const ANSWERS_FIELD: &str = "answers";
 /// The key of the refusal object.
 pub const REFUSAL_FIELD: &str = "error";
 /// The value of the refusal object's `error` key.
@@ -53,12 +58,21 @@ pub struct Refusal {
     pub error: RefusalCode,
 }
 
+/// The approved answer of an item asking for several records: `{"answers": [...]}`, in the
+/// order the question asks for them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AnswerList {
+    pub answers: Vec<ExtractionAnswer>,
+}
+
 /// The approved answer of a fixture item, serialised as the very JSON object a model must give.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, JsonSchema)]
 #[serde(untagged)]
 pub enum ExpectedAnswer {
     Answer(ExtractionAnswer),
     Refusal(Refusal),
+    Answers(AnswerList),
 }
 
 impl ExpectedAnswer {
@@ -82,6 +96,19 @@ impl ExpectedAnswer {
         match self {
             ExpectedAnswer::Answer(answer) => answer.nominal_torque.round_trips_through_f64(),
             ExpectedAnswer::Refusal(_) => true,
+            ExpectedAnswer::Answers(list) => list
+                .answers
+                .iter()
+                .all(|a| a.nominal_torque.round_trips_through_f64()),
+        }
+    }
+
+    /// The extraction answers it holds: one, several, or none for the refusal.
+    pub fn answers(&self) -> &[ExtractionAnswer] {
+        match self {
+            ExpectedAnswer::Answer(answer) => std::slice::from_ref(answer),
+            ExpectedAnswer::Refusal(_) => &[],
+            ExpectedAnswer::Answers(list) => &list.answers,
         }
     }
 }
@@ -258,7 +285,7 @@ pub fn validate(
                     value: Value::Object(members),
                     ..
                 }) => {
-                    extracted = Some(members.iter().map(extracted_field).collect());
+                    extracted = Some(extracted_fields(&members));
                     compare_object(expected, &members, &mut findings);
                 }
                 Ok(node) => findings.add(
@@ -356,6 +383,7 @@ fn compare_object(
     }
     let answer_keys_present: Vec<&str> = ANSWER_FIELDS
         .iter()
+        .chain(&[ANSWERS_FIELD])
         .copied()
         .filter(|k| by_key.contains_key(k))
         .collect();
@@ -372,7 +400,121 @@ fn compare_object(
                 "expected the answer for an asset that is in the context, found a refusal".into(),
             );
         }
-        ExpectedAnswer::Answer(answer) => compare_with_answer(answer, &by_key, findings),
+        ExpectedAnswer::Answer(answer) => compare_with_answer(answer, &by_key, "", findings),
+        ExpectedAnswer::Answers(_) if has_refusal_key && answer_keys_present.is_empty() => {
+            findings.add(
+                ReasonCode::UnexpectedRefusal,
+                Some(REFUSAL_FIELD),
+                Some("the answers object".into()),
+                Some(by_key[REFUSAL_FIELD].raw.to_owned()),
+                "expected the answers for records that are in the context, found a refusal".into(),
+            );
+        }
+        ExpectedAnswer::Answers(list) => compare_with_answers(&list.answers, &by_key, findings),
+    }
+}
+
+fn compare_with_answers(
+    answers: &[ExtractionAnswer],
+    by_key: &BTreeMap<&str, &Node<'_>>,
+    findings: &mut Findings,
+) {
+    for (key, node) in by_key {
+        if *key != ANSWERS_FIELD {
+            findings.add(
+                ReasonCode::ExtraField,
+                Some(key),
+                None,
+                Some(node.raw.to_owned()),
+                format!("field `{key}` is not part of the answers object"),
+            );
+        }
+    }
+    let expected_list =
+        || serde_json::to_string(answers).unwrap_or_else(|_| format!("{} objects", answers.len()));
+    let Some(node) = by_key.get(ANSWERS_FIELD) else {
+        findings.add(
+            ReasonCode::MissingField,
+            Some(ANSWERS_FIELD),
+            Some(expected_list()),
+            None,
+            format!(
+                "field `{ANSWERS_FIELD}` is missing (expected an array of {} answer objects)",
+                answers.len()
+            ),
+        );
+        return;
+    };
+    let Value::Array(elements) = &node.value else {
+        findings.add(
+            ReasonCode::WrongType,
+            Some(ANSWERS_FIELD),
+            Some(expected_list()),
+            Some(node.raw.to_owned()),
+            format!(
+                "field `{ANSWERS_FIELD}`: expected an array of {} answer objects, found a {} {}",
+                answers.len(),
+                kind_name(kind_of(&node.value)),
+                excerpt(node.raw)
+            ),
+        );
+        return;
+    };
+    for (i, want) in answers.iter().enumerate() {
+        let path = format!("{ANSWERS_FIELD}[{i}]");
+        let Some(element) = elements.get(i) else {
+            let want_json = serde_json::to_string(want).unwrap_or_default();
+            findings.add(
+                ReasonCode::MissingField,
+                Some(&path),
+                Some(want_json.clone()),
+                None,
+                format!("`{path}` is missing (expected {want_json})"),
+            );
+            continue;
+        };
+        let Value::Object(members) = &element.value else {
+            findings.add(
+                ReasonCode::WrongType,
+                Some(&path),
+                Some("an answer object".into()),
+                Some(element.raw.to_owned()),
+                format!(
+                    "`{path}`: expected an answer object, found a {} {}",
+                    kind_name(kind_of(&element.value)),
+                    excerpt(element.raw)
+                ),
+            );
+            continue;
+        };
+        let mut inner: BTreeMap<&str, &Node<'_>> = BTreeMap::new();
+        for (key, value) in members {
+            if inner.contains_key(key.as_str()) {
+                findings.add(
+                    ReasonCode::Malformed,
+                    Some(&format!("{path}.{key}")),
+                    None,
+                    Some(value.raw.to_owned()),
+                    format!("field `{path}.{key}` appears more than once"),
+                );
+            } else {
+                inner.insert(key.as_str(), value);
+            }
+        }
+        compare_with_answer(want, &inner, &format!("{path}."), findings);
+    }
+    for (i, element) in elements.iter().enumerate().skip(answers.len()) {
+        let path = format!("{ANSWERS_FIELD}[{i}]");
+        findings.add(
+            ReasonCode::ExtraField,
+            Some(&path),
+            None,
+            Some(element.raw.to_owned()),
+            format!(
+                "`{path}` is one answer more than the {} expected",
+                answers.len()
+            ),
+        );
     }
 }
 
@@ -453,20 +595,24 @@ fn compare_with_refusal(
     }
 }
 
+/// Compares one answer object; `prefix` (`""`, or `answers[i].` inside a list) leads every
+/// field name said.
 fn compare_with_answer(
     answer: &ExtractionAnswer,
     by_key: &BTreeMap<&str, &Node<'_>>,
+    prefix: &str,
     findings: &mut Findings,
 ) {
     for key in ANSWER_FIELDS {
         if !by_key.contains_key(key) {
+            let field = format!("{prefix}{key}");
             findings.add(
                 ReasonCode::MissingField,
-                Some(key),
+                Some(&field),
                 Some(expected_json(answer, key)),
                 None,
                 format!(
-                    "field `{key}` is missing (expected {})",
+                    "field `{field}` is missing (expected {})",
                     expected_json(answer, key)
                 ),
             );
@@ -474,12 +620,13 @@ fn compare_with_answer(
     }
     for (key, node) in by_key {
         if !ANSWER_FIELDS.contains(key) {
+            let field = format!("{prefix}{key}");
             findings.add(
                 ReasonCode::ExtraField,
-                Some(key),
+                Some(&field),
                 None,
                 Some(node.raw.to_owned()),
-                format!("field `{key}` is not part of the answer object"),
+                format!("field `{field}` is not part of the answer object"),
             );
         }
     }
@@ -492,10 +639,12 @@ fn compare_with_answer(
         ),
         ("unit", answer.unit.as_str(), ReasonCode::WrongUnit),
     ];
-    for (key, want, wrong) in string_fields {
-        let Some(node) = by_key.get(key) else {
+    for (name, want, wrong) in string_fields {
+        let Some(node) = by_key.get(name) else {
             continue;
         };
+        let key = format!("{prefix}{name}");
+        let key = key.as_str();
         let want_json = json_string(want);
         match &node.value {
             Value::String(found) if found == want => {}
@@ -520,12 +669,13 @@ fn compare_with_answer(
         }
     }
     if let Some(node) = by_key.get("nominal_torque") {
-        compare_torque(&answer.nominal_torque, node, findings);
+        compare_torque(&answer.nominal_torque, node, prefix, findings);
     }
 }
 
-fn compare_torque(want: &Decimal, node: &Node<'_>, findings: &mut Findings) {
-    let key = "nominal_torque";
+fn compare_torque(want: &Decimal, node: &Node<'_>, prefix: &str, findings: &mut Findings) {
+    let key = format!("{prefix}nominal_torque");
+    let key = key.as_str();
     let found = match &node.value {
         Value::Number(text) => Decimal::parse_json_number(text),
         other => {
@@ -609,12 +759,33 @@ fn kind_name(kind: JsonKind) -> &'static str {
     }
 }
 
-fn extracted_field((key, node): &(String, Node<'_>)) -> ExtractedField {
-    ExtractedField {
-        key: key.clone(),
+/// The members of the response object for the reviewer's diff. A list answer's array of objects
+/// is shown member by member (`answers[1].unit`), so each value is compared on its own.
+fn extracted_fields(members: &[(String, Node<'_>)]) -> Vec<ExtractedField> {
+    let field = |key: String, node: &Node<'_>| ExtractedField {
+        key,
         kind: kind_of(&node.value),
         json: node.raw.to_owned(),
+    };
+    let mut out = Vec::new();
+    for (key, node) in members {
+        match &node.value {
+            Value::Array(elements) if key == ANSWERS_FIELD && !elements.is_empty() => {
+                for (i, element) in elements.iter().enumerate() {
+                    match &element.value {
+                        Value::Object(inner) => out.extend(
+                            inner
+                                .iter()
+                                .map(|(k, n)| field(format!("{key}[{i}].{k}"), n)),
+                        ),
+                        _ => out.push(field(format!("{key}[{i}]"), element)),
+                    }
+                }
+            }
+            _ => out.push(field(key.clone(), node)),
+        }
     }
+    out
 }
 
 /// The start of a long text, so a detail line stays readable.

@@ -464,7 +464,154 @@ fn types_export_to_typescript_and_json_schema() {
     let variants = schema["anyOf"]
         .as_array()
         .expect("an untagged enum is anyOf");
-    assert_eq!(variants.len(), 2);
+    assert_eq!(variants.len(), 3, "answer, refusal, answers");
     let torque = &schema["$defs"]["ExtractionAnswer"]["properties"]["nominal_torque"];
     assert_eq!(torque["type"], "number", "{schema}");
+}
+
+/// AX-104 rev B 12.5 N.m, then KL-233 rev D 8.75 kN.m, in that order.
+fn two_answers() -> ExpectedAnswer {
+    let second = ExtractionAnswer {
+        asset: "KL-233".into(),
+        revision: "D".into(),
+        nominal_torque: Decimal::parse_json_number("8.75").unwrap(),
+        unit: "kN.m".into(),
+    };
+    let ExpectedAnswer::Answer(first) = seed_answer() else {
+        unreachable!()
+    };
+    ExpectedAnswer::Answers(AnswerList {
+        answers: vec![first, second],
+    })
+}
+
+const FIRST: &str =
+    r#"{"asset": "AX-104", "revision": "B", "nominal_torque": 12.5, "unit": "N.m"}"#;
+const SECOND: &str =
+    r#"{"asset": "KL-233", "revision": "D", "nominal_torque": 8.75, "unit": "kN.m"}"#;
+
+/// Each reason of a verdict with the field it names.
+type Said<'a> = Vec<(ReasonCode, Option<&'a str>)>;
+
+fn fields(verdict: &Verdict) -> Said<'_> {
+    verdict
+        .detail
+        .iter()
+        .map(|d| (d.reason, d.field.as_deref()))
+        .collect()
+}
+
+#[test]
+fn a_list_answer_is_accepted_only_whole_and_in_the_order_asked() {
+    let expected = two_answers();
+    let right = format!(r#"{{"answers": [{FIRST}, {SECOND}]}}"#);
+    let verdict = check(&expected, &right);
+    assert!(verdict.accepted, "{verdict:?}");
+    // The list is shown member by member, so the reviewer's diff compares each value.
+    let keys: Vec<String> = verdict
+        .extracted
+        .unwrap()
+        .into_iter()
+        .map(|f| f.key)
+        .collect();
+    assert_eq!(keys[0], "answers[0].asset");
+    assert_eq!(keys[7], "answers[1].unit");
+    assert_eq!(keys.len(), 8);
+    // Equal decimals and key order inside an element are fine, as for one answer.
+    let respelled = format!(
+        r#"{{"answers": [{{"unit": "N.m", "nominal_torque": 12.50, "revision": "B", "asset": "AX-104"}}, {SECOND}]}}"#
+    );
+    assert!(check(&expected, &respelled).accepted);
+    // The expected answer as serialised is the accepted text.
+    assert!(check(&expected, &serde_json::to_string(&expected).unwrap()).accepted);
+
+    let cases: Vec<(String, Said<'_>)> = vec![
+        // The right records in the wrong order.
+        (
+            format!(r#"{{"answers": [{SECOND}, {FIRST}]}}"#),
+            vec![
+                (ReasonCode::WrongAsset, Some("answers[0].asset")),
+                (ReasonCode::WrongRevision, Some("answers[0].revision")),
+                (ReasonCode::WrongUnit, Some("answers[0].unit")),
+                (ReasonCode::WrongValue, Some("answers[0].nominal_torque")),
+                (ReasonCode::WrongAsset, Some("answers[1].asset")),
+                (ReasonCode::WrongRevision, Some("answers[1].revision")),
+                (ReasonCode::WrongUnit, Some("answers[1].unit")),
+                (ReasonCode::WrongValue, Some("answers[1].nominal_torque")),
+            ],
+        ),
+        // One record only.
+        (
+            format!(r#"{{"answers": [{FIRST}]}}"#),
+            vec![(ReasonCode::MissingField, Some("answers[1]"))],
+        ),
+        // One record too many: the first again.
+        (
+            format!(r#"{{"answers": [{FIRST}, {SECOND}, {FIRST}]}}"#),
+            vec![(ReasonCode::ExtraField, Some("answers[2]"))],
+        ),
+        // The first answer alone, as a single extraction would give it.
+        (
+            FIRST.to_owned(),
+            vec![
+                (ReasonCode::ExtraField, Some("asset")),
+                (ReasonCode::ExtraField, Some("nominal_torque")),
+                (ReasonCode::ExtraField, Some("revision")),
+                (ReasonCode::ExtraField, Some("unit")),
+                (ReasonCode::MissingField, Some("answers")),
+            ],
+        ),
+        (
+            r#"{"answers": {"asset": "AX-104"}}"#.to_owned(),
+            vec![(ReasonCode::WrongType, Some("answers"))],
+        ),
+        (
+            format!(r#"{{"answers": ["AX-104", {SECOND}]}}"#),
+            vec![(ReasonCode::WrongType, Some("answers[0]"))],
+        ),
+        (
+            format!(
+                r#"{{"answers": [{FIRST}, {{"asset": "KL-233", "revision": "D", "nominal_torque": 87.5, "unit": "kN.m"}}]}}"#
+            ),
+            vec![(ReasonCode::FactorOfTen, Some("answers[1].nominal_torque"))],
+        ),
+        (
+            format!(
+                r#"{{"answers": [{FIRST}, {{"asset": "KL-233", "asset": "KL-233", "revision": "D", "nominal_torque": 8.75, "unit": "kN.m"}}]}}"#
+            ),
+            vec![(ReasonCode::Malformed, Some("answers[1].asset"))],
+        ),
+        (
+            format!(r#"{{"answers": [{FIRST}, {SECOND}], "note": "both found"}}"#),
+            vec![(ReasonCode::ExtraField, Some("note"))],
+        ),
+        (
+            r#"{"error": "not_found"}"#.to_owned(),
+            vec![(ReasonCode::UnexpectedRefusal, Some("error"))],
+        ),
+        (
+            r#"{"answers": []}"#.to_owned(),
+            vec![
+                (ReasonCode::MissingField, Some("answers[0]")),
+                (ReasonCode::MissingField, Some("answers[1]")),
+            ],
+        ),
+    ];
+    for (text, want) in cases {
+        let verdict = check(&expected, &text);
+        assert!(!verdict.accepted, "{text}");
+        assert_eq!(fields(&verdict), want, "{text}");
+    }
+
+    // A list where the refusal is right invents values.
+    let verdict = check(
+        &ExpectedAnswer::refusal(),
+        &format!(r#"{{"answers": [{FIRST}]}}"#),
+    );
+    assert_eq!(verdict.reasons, [ReasonCode::InventedValue]);
+    assert!(verdict.detail[0].text.contains("answers"), "{verdict:?}");
+    // A list where one answer is asked for is not that answer.
+    let verdict = check(&seed_answer(), &format!(r#"{{"answers": [{FIRST}]}}"#));
+    assert!(!verdict.accepted);
+    assert!(verdict.reasons.contains(&ReasonCode::MissingField));
 }

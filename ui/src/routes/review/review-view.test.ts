@@ -134,6 +134,29 @@ describe('diffFields', () => {
     expect(diffFields(null, [f('x', '1')], [f('x', '1.0')])[0]!.aDiffers).toBe(false);
   });
 
+  it('compares a list answer member by member, under the keys the validator extracts', () => {
+    const second = { asset: 'KL-233', revision: 'D', nominal_torque: 8.75, unit: 'kN.m' };
+    const side = (a: typeof expected, b: typeof expected) =>
+      [a, b].flatMap((o, i) =>
+        Object.entries(o).map(([k, v]) => f(`answers[${i}].${k}`, JSON.stringify(v), typeof v === 'number' ? 'number' : 'string')),
+      );
+    const rows = diffFields({ answers: [expected, second] }, side(expected, second), side(second, expected));
+    expect(rows.map((r) => r.key)).toEqual([
+      'answers[0].asset',
+      'answers[0].revision',
+      'answers[0].nominal_torque',
+      'answers[0].unit',
+      'answers[1].asset',
+      'answers[1].revision',
+      'answers[1].nominal_torque',
+      'answers[1].unit',
+    ]);
+    expect(rows.every((r) => !r.aDiffers)).toBe(true);
+    // The right records in the wrong order differ in every member.
+    expect(rows.every((r) => r.bDiffers)).toBe(true);
+    expect(rows[2]).toEqual({ key: 'answers[0].nominal_torque', expected: '12.5', a: '12.5', b: '8.75', aDiffers: false, bDiffers: true });
+  });
+
   it('sameJson: numbers numerically, everything else by JSON text', () => {
     expect(sameJson('12.50', '12.5')).toBe(true);
     expect(sameJson('1e1', '10')).toBe(true);

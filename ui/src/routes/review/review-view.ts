@@ -229,7 +229,17 @@ export function diffFields(
   b: readonly ExtractedField[] | null | undefined,
 ): DiffRow[] {
   const exp = new Map<string, string>();
-  if (expected) for (const [k, v] of Object.entries(expected)) exp.set(k, JSON.stringify(v));
+  if (expected) {
+    for (const [k, v] of Object.entries(expected)) {
+      // A list answer is compared member by member, under the keys the validator extracts
+      // (`answers[1].unit`).
+      if (k === 'answers' && Array.isArray(v) && v.length > 0) {
+        v.forEach((element, i) => {
+          for (const [ek, ev] of Object.entries(element as Record<string, unknown>)) exp.set(`${k}[${i}].${ek}`, JSON.stringify(ev));
+        });
+      } else exp.set(k, JSON.stringify(v));
+    }
+  }
   const side = (fields: readonly ExtractedField[] | null | undefined) => {
     const m = new Map<string, string>();
     for (const f of fields ?? []) if (!m.has(f.key)) m.set(f.key, f.json);
