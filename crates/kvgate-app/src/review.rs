@@ -13,7 +13,7 @@ use kvgate_core::review::{
     candidate_is_a, map_label, pair_id, parse_pair_id, verify_chain, AdjudicationLabel, AuditEvent,
     AuditKind, ChainBreak, ReviewLabel,
 };
-use kvgate_core::validator::Verdict;
+use kvgate_core::validator::{ExpectedAnswer, Verdict};
 use kvgate_store::RunKind;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -93,6 +93,11 @@ pub struct HarnessItem {
     /// The answers the target names, to locate in the prompt
     /// (`kvgate_core::harness::target_needles`).
     pub needles: Vec<String>,
+    /// The target read as KV Gate's approved answer, when it is one (a task KV Gate exported):
+    /// the expected column of the reviewer's field diff.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub expected: Option<ExpectedAnswer>,
 }
 
 /// The queue of a study.
@@ -778,6 +783,7 @@ impl App {
                 prompt: r.prompt.clone(),
                 target: r.target.clone(),
                 needles: kvgate_core::harness::target_needles(&r.target),
+                expected: serde_json::from_str(&r.target).ok(),
             });
         let (item_full, item_note) = match &y.corpus {
             None if harness.is_some() => (

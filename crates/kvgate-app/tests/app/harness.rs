@@ -198,6 +198,10 @@ async fn exported_items_run_by_lm_eval_pair_by_fixture_item_under_kv_gates_valid
             assert!(h.prompt.starts_with("system:\n"), "{item}: {}", h.prompt);
             assert!(h.prompt.ends_with(&format!("user:\n{user}")), "{item}");
             assert_eq!(h.target, row["target"].as_str().unwrap(), "{item}");
+            // The target of an exported task is the approved answer: the diff's expected column.
+            let approved: kvgate_core::validator::ExpectedAnswer =
+                serde_json::from_value(row["doc"]["expected_answer"].clone()).unwrap();
+            assert_eq!(h.expected.as_ref(), Some(&approved), "{item}");
         }
     }
 }
@@ -313,6 +317,7 @@ async fn a_harness_tasks_verdicts_follow_the_metric_the_policy_names() {
                 .as_ref()
                 .expect("a harness pair carries its prompt");
             assert!(p.item.is_none());
+            assert_eq!(h.expected, None, "a foreign target is no approved answer");
             assert!(
                 p.item_note
                     .as_deref()

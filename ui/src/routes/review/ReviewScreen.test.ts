@@ -383,6 +383,26 @@ describe('Review screen', () => {
     expect(screen.getByTestId('review-prompt').textContent).toBe(prompt);
   });
 
+  it("fills the diff's expected column from a harness target that is an approved answer, and only then", async () => {
+    const approved = { asset: 'PX-12', revision: 'C', nominal_torque: 12.5, unit: 'N·m' };
+    const harness = (expected?: typeof approved) => ({
+      item: null,
+      item_note: "an evaluation harness's item: its prompt and target below are as the harness recorded them",
+      harness: { prompt: 'user:\nPX-12?', target: JSON.stringify(approved), needles: [JSON.stringify(approved)], ...(expected ? { expected } : {}) },
+    });
+    ipcMock.reviewQueue.mockResolvedValue(queue([pair(1, harness(approved)), pair(2, harness())]));
+    const { review } = setup();
+    await screen.findByTestId('review-target');
+    const expectedColumn = () =>
+      Object.fromEntries(
+        screen.getAllByTestId('review-diff-row').map((r) => [r.dataset['key'], r.querySelectorAll('td')[0]!.textContent?.trim()]),
+      );
+    expect(expectedColumn()).toEqual({ asset: '"PX-12"', revision: '"C"', nominal_torque: '12.5', unit: '"N·m"' });
+    await fireEvent.keyDown(window, { key: 'j' });
+    await waitFor(() => expect(review.current?.pair_id.slice(-3)).toBe('002'));
+    await waitFor(() => expect(Object.values(expectedColumn()).every((v) => v === 'absent')).toBe(true));
+  });
+
   it('orders and searches the list, the current pair staying current; labelling keeps it current', async () => {
     const en = { language: 'en', length_class: 'short', position: 'begin', task_type: 'literal', answer_kind: 'present' } as const;
     ipcMock.reviewQueue.mockResolvedValue(
