@@ -336,15 +336,15 @@ pub async fn load_study(
                 repeat: q.repeat,
                 status: q.status,
                 planned_ms: q.planned_arrival_ms,
-                dispatch_ms: q.dispatch_ms,
-                first_token_ms: q.first_token_ms,
-                finish_ms: q.finish_ms,
-                prompt_tokens: q.prompt_tokens,
-                completion_tokens: q.completion_tokens,
+                dispatch_ms: q.dispatch_ms.into(),
+                first_token_ms: q.first_token_ms.into(),
+                finish_ms: q.finish_ms.into(),
+                prompt_tokens: q.prompt_tokens.into(),
+                completion_tokens: q.completion_tokens.into(),
                 accepted: q.accepted,
-                item_input_tokens,
-                client_delay_ms: q.client_delay_ms,
-                engine_itl_ms: q.engine_itl_ms,
+                item_input_tokens: item_input_tokens.into(),
+                client_delay_ms: q.client_delay_ms.into(),
+                engine_itl_ms: q.engine_itl_ms.into(),
             });
         })
         .await?;

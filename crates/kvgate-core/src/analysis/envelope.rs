@@ -77,12 +77,12 @@ fn wall_hours(run: &RunInput) -> Option<f64> {
     let first = run
         .requests
         .iter()
-        .filter_map(|r| r.dispatch_ms)
+        .filter_map(|r| r.dispatch_ms.get())
         .min_by(f64::total_cmp)?;
     let last = run
         .requests
         .iter()
-        .filter_map(|r| r.finish_ms)
+        .filter_map(|r| r.finish_ms.get())
         .max_by(f64::total_cmp)?;
     (last >= first).then(|| (last - first) / 3_600_000.0)
 }

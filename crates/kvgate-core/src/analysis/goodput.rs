@@ -53,11 +53,11 @@ pub(super) fn run_goodput(policy: &Policy, run: &RunInput) -> Vec<RunGoodput> {
                 |limit: Option<f64>, v: Option<f64>| limit.zip(v).is_some_and(|(l, x)| x <= l);
             g.slo_met.ttft += u64::from(within(slo.ttft_ms, ttft(r)));
             g.slo_met.e2e += u64::from(within(slo.e2e_ms, e2e(r)));
-            let single = r.completion_tokens.is_some_and(|t| t <= 1);
+            let single = r.completion_tokens.get().is_some_and(|t| t <= 1);
             g.slo_met.itl +=
                 u64::from(slo.itl_ms.is_some() && (single || within(slo.itl_ms, itl(r))));
         }
-        let Some(finish) = r.finish_ms else {
+        let Some(finish) = r.finish_ms.get() else {
             g.unfinished += 1;
             continue;
         };
@@ -98,7 +98,7 @@ pub(super) fn run_goodput(policy: &Policy, run: &RunInput) -> Vec<RunGoodput> {
         }
         let mut itl_na = false;
         if let Some(limit) = slo.itl_ms {
-            if r.completion_tokens.is_some_and(|t| t <= 1) {
+            if r.completion_tokens.get().is_some_and(|t| t <= 1) {
                 itl_na = true;
             } else {
                 match itl(r) {

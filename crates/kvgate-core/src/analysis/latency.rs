@@ -10,16 +10,16 @@ pub(super) fn class_name(policy: &Policy, class: Option<usize>) -> String {
 }
 
 pub(super) fn ttft(r: &RequestRow) -> Option<f64> {
-    Some(r.first_token_ms? - r.dispatch_ms?)
+    Some(r.first_token_ms.get()? - r.dispatch_ms.get()?)
 }
 
 pub(super) fn e2e(r: &RequestRow) -> Option<f64> {
-    Some(r.finish_ms? - r.dispatch_ms?)
+    Some(r.finish_ms.get()? - r.dispatch_ms.get()?)
 }
 
 /// Mean inter-token latency of one request; `None` when not applicable or not measured.
 pub(super) fn itl(r: &RequestRow) -> Option<f64> {
-    let out = r.completion_tokens?;
+    let out = r.completion_tokens.get()?;
     if out <= 1 {
         return None;
     }
@@ -38,13 +38,13 @@ pub(super) fn latency(policy: &Policy, cell: &CellInput) -> BTreeMap<String, Cla
         let class = policy.class_of(r.input_tokens(), None);
         let k = class.unwrap_or(policy.classes.len());
         seen[k] = true;
-        if let Some(x) = r.client_delay_ms.filter(|x| x.is_finite()) {
+        if let Some(x) = r.client_delay_ms.get().filter(|x| x.is_finite()) {
             queue[k][0].push(x);
         }
         if r.status != RequestStatus::Ok {
             continue;
         }
-        if let Some(x) = r.engine_itl_ms.filter(|x| x.is_finite()) {
+        if let Some(x) = r.engine_itl_ms.get().filter(|x| x.is_finite()) {
             queue[k][1].push(x);
         }
         count[k] += 1;
@@ -54,7 +54,7 @@ pub(super) fn latency(policy: &Policy, cell: &CellInput) -> BTreeMap<String, Cla
         if let Some(x) = e2e(r) {
             v[k][2].push(x);
         }
-        if r.completion_tokens.is_some_and(|t| t <= 1) {
+        if r.completion_tokens.get().is_some_and(|t| t <= 1) {
             na[k] += 1;
         } else if let Some(x) = itl(r) {
             v[k][1].push(x);

@@ -70,6 +70,87 @@ pub use points::PointRuns;
 /// Name of the goodput and latency bucket of requests no class takes.
 pub const UNCLASSIFIED: &str = "(unclassified)";
 
+/// A time in milliseconds that may be absent, in the eight bytes of an `f64`: NaN stands for
+/// absent (no measured time is NaN, and a NaN given is no measurement). An `Option<f64>` takes
+/// sixteen, and a 1M-request study holds five per request.
+#[derive(Clone, Copy)]
+pub struct Ms(f64);
+
+impl Default for Ms {
+    fn default() -> Ms {
+        Ms::ABSENT
+    }
+}
+
+impl Ms {
+    /// No measurement.
+    pub const ABSENT: Ms = Ms(f64::NAN);
+
+    /// The time, or `None` when absent.
+    #[inline]
+    pub fn get(self) -> Option<f64> {
+        (!self.0.is_nan()).then_some(self.0)
+    }
+}
+
+impl From<Option<f64>> for Ms {
+    #[inline]
+    fn from(v: Option<f64>) -> Ms {
+        v.map_or(Ms::ABSENT, Ms)
+    }
+}
+
+impl PartialEq for Ms {
+    /// Absent equals absent; times compare as numbers.
+    fn eq(&self, other: &Ms) -> bool {
+        self.get() == other.get()
+    }
+}
+
+impl std::fmt::Debug for Ms {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.get().fmt(f)
+    }
+}
+
+/// A token count that may be absent, in four bytes: `u32::MAX` stands for absent. No request
+/// has four billion tokens; a count that large is read as no count rather than wrapped.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Tokens(u32);
+
+impl Tokens {
+    /// No count.
+    pub const ABSENT: Tokens = Tokens(u32::MAX);
+
+    /// The count, or `None` when absent.
+    #[inline]
+    pub fn get(self) -> Option<u64> {
+        (self.0 != u32::MAX).then_some(u64::from(self.0))
+    }
+}
+
+impl From<Option<u64>> for Tokens {
+    #[inline]
+    fn from(v: Option<u64>) -> Tokens {
+        match v {
+            Some(n) if n < u64::from(u32::MAX) => Tokens(n as u32),
+            _ => Tokens::ABSENT,
+        }
+    }
+}
+
+impl Default for Tokens {
+    fn default() -> Tokens {
+        Tokens::ABSENT
+    }
+}
+
+impl std::fmt::Debug for Tokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.get().fmt(f)
+    }
+}
+
 /// One measured request, as the analysis needs it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RequestRow {
@@ -80,28 +161,28 @@ pub struct RequestRow {
     pub repeat: u32,
     pub status: RequestStatus,
     pub planned_ms: f64,
-    pub dispatch_ms: Option<f64>,
-    pub first_token_ms: Option<f64>,
-    pub finish_ms: Option<f64>,
-    pub prompt_tokens: Option<u64>,
-    pub completion_tokens: Option<u64>,
+    pub dispatch_ms: Ms,
+    pub first_token_ms: Ms,
+    pub finish_ms: Ms,
+    pub prompt_tokens: Tokens,
+    pub completion_tokens: Tokens,
     /// The validator's verdict; `None` when the run did not validate.
     pub accepted: Option<bool>,
     /// The input token count of the fixture item the request sent (by the pinned tokenizer),
     /// when known: the class of a request whose own count is unknown.
-    pub item_input_tokens: Option<u64>,
+    pub item_input_tokens: Tokens,
     /// How long the request waited in the client after its planned arrival, as recorded (the
     /// runner's dispatch lag; vLLM bench `queue_times`, the wait for a concurrency slot).
-    pub client_delay_ms: Option<f64>,
+    pub client_delay_ms: Ms,
     /// The engine's own mean time per generated token, when the engine reported it with the
     /// request (llama.cpp `timings.predicted_per_token_ms`); never derived from chunk arrivals.
-    pub engine_itl_ms: Option<f64>,
+    pub engine_itl_ms: Ms,
 }
 
 impl RequestRow {
     /// The input tokens a request's class is chosen by: its own count, else its fixture item's.
     pub fn input_tokens(&self) -> Option<u64> {
-        self.prompt_tokens.or(self.item_input_tokens)
+        self.prompt_tokens.get().or(self.item_input_tokens.get())
     }
 }
 

@@ -92,7 +92,7 @@ pub(super) fn verdicts(rows: &[Option<&RequestRow>]) -> Vec<Option<bool>> {
 /// The output-length class of B0's first-pass answer to each key: the stratum of its pairs.
 pub(super) fn output_lengths(rows: &[Option<&RequestRow>]) -> Vec<OutputLength> {
     rows.iter()
-        .map(|r| OutputLength::of(r.and_then(|r| r.completion_tokens)))
+        .map(|r| OutputLength::of(r.and_then(|r| r.completion_tokens.get())))
         .collect()
 }
 

@@ -35,15 +35,15 @@ fn req(
         repeat: 0,
         status,
         planned_ms: planned,
-        dispatch_ms: dispatch,
-        first_token_ms: first,
-        finish_ms: finish,
-        prompt_tokens: Some(prompt),
-        completion_tokens: Some(out),
+        dispatch_ms: dispatch.into(),
+        first_token_ms: first.into(),
+        finish_ms: finish.into(),
+        prompt_tokens: Some(prompt).into(),
+        completion_tokens: Some(out).into(),
         accepted,
-        item_input_tokens: None,
-        client_delay_ms: None,
-        engine_itl_ms: None,
+        item_input_tokens: Tokens::ABSENT,
+        client_delay_ms: Ms::ABSENT,
+        engine_itl_ms: Ms::ABSENT,
     }
 }
 
@@ -567,8 +567,8 @@ fn quality_holding_without_a_goodput_gain_retains_b0_and_a_clear_gain_promotes()
         // k requests per run meet the SLOs; the rest miss TTFT.
         for (i, q) in r.requests.iter_mut().enumerate() {
             if i >= k {
-                q.first_token_ms = Some(q.dispatch_ms.unwrap() + 500.0);
-                q.finish_ms = Some(q.dispatch_ms.unwrap() + 600.0);
+                q.first_token_ms = Some(q.dispatch_ms.get().unwrap() + 500.0).into();
+                q.finish_ms = Some(q.dispatch_ms.get().unwrap() + 600.0).into();
             }
         }
         r
@@ -1136,10 +1136,11 @@ fn the_output_length_stratum_follows_b0s_answer() {
             None
         } else {
             Some(20)
-        };
+        }
+        .into();
     }
     for r in &mut c1.requests {
-        r.completion_tokens = Some(5);
+        r.completion_tokens = Some(5).into();
     }
     let input = StudyInput {
         items: items(),
@@ -1270,8 +1271,8 @@ fn every_class_must_qualify_and_an_unclassified_request_blocks_promote() {
     assert_eq!(c.decision.goodput_qualifies, Some(true));
     // A request without its own token count takes its fixture item's: still classified.
     let mut runs = better();
-    runs[0].requests[0].prompt_tokens = None;
-    runs[0].requests[0].item_input_tokens = Some(10);
+    runs[0].requests[0].prompt_tokens = Tokens::ABSENT;
+    runs[0].requests[0].item_input_tokens = Some(10).into();
     let input = StudyInput {
         items: Vec::new(),
         prompts: digests(),
@@ -1281,7 +1282,7 @@ fn every_class_must_qualify_and_an_unclassified_request_blocks_promote() {
     assert_eq!(c.decision.goodput_qualifies, Some(true));
     assert!(!c.goodput.contains_key(UNCLASSIFIED));
     // One with neither stays unclassified, and blocks promote, named.
-    runs[0].requests[0].item_input_tokens = None;
+    runs[0].requests[0].item_input_tokens = Tokens::ABSENT;
     let input = StudyInput {
         items: Vec::new(),
         prompts: digests(),
@@ -1359,8 +1360,8 @@ fn promotable(candidate: CellInput) -> StudyInput {
         let mut r = many(id, 400, 0);
         for (i, q) in r.requests.iter_mut().enumerate() {
             if i >= k {
-                q.first_token_ms = Some(q.dispatch_ms.unwrap() + 500.0);
-                q.finish_ms = Some(q.dispatch_ms.unwrap() + 600.0);
+                q.first_token_ms = Some(q.dispatch_ms.get().unwrap() + 500.0).into();
+                q.finish_ms = Some(q.dispatch_ms.get().unwrap() + 600.0).into();
             }
         }
         r
@@ -1609,9 +1610,9 @@ fn the_class_that_fails_first_sets_the_knee() {
             for q in r
                 .requests
                 .iter_mut()
-                .filter(|q| q.prompt_tokens == Some(500))
+                .filter(|q| q.prompt_tokens.get() == Some(500))
             {
-                q.first_token_ms = q.first_token_ms.map(|t| t + 500.0);
+                q.first_token_ms = q.first_token_ms.get().map(|t| t + 500.0).into();
             }
         }
         r
@@ -1668,9 +1669,9 @@ fn the_cost_per_good_response_counts_wall_time_of_every_request_and_instances() 
     let mut resent = run.requests[0].clone();
     resent.status = Error;
     resent.planned_ms = 1000.0;
-    resent.dispatch_ms = Some(1000.0);
-    resent.first_token_ms = None;
-    resent.finish_ms = Some(3600.0);
+    resent.dispatch_ms = Some(1000.0).into();
+    resent.first_token_ms = Ms::ABSENT;
+    resent.finish_ms = Some(3600.0).into();
     run.requests.push(resent);
     let mut two_gpus = cell("B0", TestCell::B0, vec![run.clone()]);
     if let Some(m) = two_gpus.manifest.as_mut() {
@@ -2054,12 +2055,12 @@ fn client_delay_and_engine_token_time_are_per_class_and_never_invented() {
     let mut run = class_run(1, 3, 2);
     let delays = [Some(10.0), Some(30.0), None, Some(400.0), None];
     for (q, d) in run.requests.iter_mut().zip(delays) {
-        q.client_delay_ms = d;
+        q.client_delay_ms = d.into();
     }
     run.requests[1].status = Error;
-    run.requests[0].engine_itl_ms = Some(12.5);
-    run.requests[1].engine_itl_ms = Some(99.0); // failed: not an `ok` token time
-    run.requests[2].engine_itl_ms = Some(14.5);
+    run.requests[0].engine_itl_ms = Some(12.5).into();
+    run.requests[1].engine_itl_ms = Some(99.0).into(); // failed: not an `ok` token time
+    run.requests[2].engine_itl_ms = Some(14.5).into();
     let a = analyze(
         &two_class_policy(),
         &runs_only(vec![cell("B0", TestCell::B0, vec![run])]),
@@ -2271,4 +2272,38 @@ fn the_envelope_gate_reads_b0_under_the_candidates_client_cap() {
     let g = gate(&a.cells[1], "short");
     assert_eq!(g.status, GateStatus::Qualifies, "{g:?}");
     assert!(g.reason.contains("B0 has 50.0%"), "{}", g.reason);
+}
+
+#[test]
+fn an_absent_time_or_count_is_absent_in_its_compact_form() {
+    assert_eq!(Ms::from(Some(12.5)).get(), Some(12.5));
+    assert_eq!(
+        Ms::from(Some(0.0)).get(),
+        Some(0.0),
+        "zero is a time, not absence"
+    );
+    assert_eq!(Ms::from(Some(-3.0)).get(), Some(-3.0));
+    assert_eq!(Ms::from(None).get(), None);
+    assert_eq!(
+        Ms::from(Some(f64::NAN)).get(),
+        None,
+        "NaN is no measurement"
+    );
+    assert_eq!(Ms::from(None), Ms::ABSENT);
+    assert_ne!(Ms::from(Some(0.0)), Ms::ABSENT);
+    assert_eq!(Tokens::from(Some(0)).get(), Some(0));
+    assert_eq!(Tokens::from(Some(4_294_967_294)).get(), Some(4_294_967_294));
+    assert_eq!(
+        Tokens::from(Some(4_294_967_295)).get(),
+        None,
+        "no request has 2^32 - 1 tokens"
+    );
+    assert_eq!(Tokens::from(Some(u64::MAX)).get(), None, "never wrapped");
+    assert_eq!(Tokens::from(None).get(), None);
+    // What the compact forms are for: a 1M-request study keeps a row per request.
+    assert!(
+        std::mem::size_of::<RequestRow>() <= 88,
+        "{} bytes",
+        std::mem::size_of::<RequestRow>()
+    );
 }
