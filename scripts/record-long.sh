@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Records the long set: the real llama.cpp server on CPU with Qwen2.5-Coder-0.5B-Instruct
-# (scripts/qwen-model.sh) at a 4,096-token context, f16 KV (B0) against q4_0 KV (Q4, a 4-bit
-# integer stand-in, not FP8: a stronger perturbation than q8_0), one slot and one thread each,
+# (scripts/qwen-model.sh) at a 4,096-token context, f16 KV (B0) against q8_0 KV (Q8, an 8-bit
+# integer stand-in, not FP8) and q4_0 KV (Q4, 4-bit: a stronger perturbation), one slot and one
+# thread each,
 # over a balanced selection of the 4k-preset corpus fixtures/long/corpus (token counts by the
 # pinned Qwen tokenizer). Every cell runs in bounded parts (`kvgate run quality --resume
 # --at-most N`), each exported as soon as it finishes to fixtures/long/runs/ (or OUT_DIR):
 # an interrupted recording is resumed by running this script again, which imports the parts
 # already written and sends only the items left. Needs `make llm` and a built `kvgate`.
 # Usage: scripts/record-long.sh [ITEMS] [PART] [OUT_DIR]   (defaults 48 items per cell, 12 per part)
+# CELLS="B0 Q4" (the default) names the cells to record; Q8 (q8_0 KV) is the third, recorded
+# alone with CELLS=Q8 against the B0 already written.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 items=${1:-48}
@@ -59,12 +62,16 @@ record() { # cell kv manifest: one study per cell, its parts so far imported, th
   echo "record-long: $cell done" >&2
 }
 
-(record B0 f16 fixtures/manifests/qwen25-coder-05b-cpu-4k-b0.json) &
-b0=$!
-pids+=("$b0")
-(record Q4 q4_0 fixtures/manifests/qwen25-coder-05b-cpu-4k-q4.json) &
-q4=$!
-pids+=("$q4")
-wait "$b0"
-wait "$q4"
+cells=${CELLS:-B0 Q4}
+for cell in $cells; do
+  case $cell in
+    B0) kv=f16 ;;
+    Q4) kv=q4_0 ;;
+    Q8) kv=q8_0 ;;
+    *) echo "record-long: unknown cell $cell (expected B0, Q4 or Q8)" >&2; exit 2 ;;
+  esac
+  (record "$cell" "$kv" "fixtures/manifests/qwen25-coder-05b-cpu-4k-$(echo "$cell" | tr '[:upper:]' '[:lower:]').json") &
+  pids+=("$!")
+done
+for p in "${pids[@]}"; do wait "$p"; done
 ls -la "$out" >&2

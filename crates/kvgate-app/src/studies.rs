@@ -53,25 +53,27 @@ const DEMO_RUNS: [(&str, &str); 10] = [
 ];
 
 /// The second recorded demo study: the long set, real paired results with long-context strata.
-pub(crate) const LONG_DEMO_STUDY_NAME: &str = "Demo: long context, q4_0 KV at 4k (recorded on CPU)";
+pub(crate) const LONG_DEMO_STUDY_NAME: &str =
+    "Demo: long context, q8_0 and q4_0 KV at 4k (recorded on CPU)";
 const LONG_DEMO_STUDY_DESCRIPTION: &str = "Recorded demo, the long set: llama.cpp on CPU, \
-Qwen2.5-Coder-0.5B-Instruct (Q4_K_M) at a 4,096-token context, B0 = f16 KV against Q4 = q4_0 KV (a \
-4-bit integer stand-in, a stronger perturbation than q8_0; not FP8, not a GPU measurement). The same \
-48 items of the synthetic 4k-preset corpus (seed 21; prompts rendered with Qwen's own chat template \
-and counted with its tokenizer: short up to 1,023 tokens, medium to 2,047, long to 3,583) sent to \
-both by KV Gate, greedy decoding, every response validated, the servers' startup logs kept as \
-compatibility evidence. Recorded with scripts/record-long.sh in parts of eight items that resume \
+Qwen2.5-Coder-0.5B-Instruct (Q4_K_M) at a 4,096-token context, B0 = f16 KV against two candidates: \
+Q8 = q8_0 KV (an 8-bit integer stand-in for FP8) and Q4 = q4_0 KV (4-bit, a stronger perturbation); \
+neither is FP8, and this is not a GPU measurement. The same 48 items of the synthetic 4k-preset \
+corpus (seed 21; prompts rendered with Qwen's own chat template and counted with its tokenizer: \
+short up to 1,023 tokens, medium to 2,047, long to 3,583) sent to all three by KV Gate, greedy \
+decoding, every response validated, the servers' startup logs kept as compatibility evidence. Recorded with scripts/record-long.sh in parts of eight items that resume \
 after an interruption, on a 2-core CPU shared with other work: its latencies are not a benchmark. \
 The run files are fixtures/long/runs/.";
 
 /// The long set's frozen manifests and recorded parts, shipped inside the binary.
-const LONG_DEMO_MANIFESTS: [&str; 2] = [
+const LONG_DEMO_MANIFESTS: [&str; 3] = [
     include_str!("../../../fixtures/manifests/qwen25-coder-05b-cpu-4k-b0.json"),
+    include_str!("../../../fixtures/manifests/qwen25-coder-05b-cpu-4k-q8.json"),
     include_str!("../../../fixtures/manifests/qwen25-coder-05b-cpu-4k-q4.json"),
 ];
 
 /// Each cell's six recorded parts of eight items.
-const LONG_DEMO_RUNS: [(&str, &str); 12] = [
+const LONG_DEMO_RUNS: [(&str, &str); 18] = [
     demo_run!("fixtures/long/runs/b0-f16-part01.kvgate-run.jsonl"),
     demo_run!("fixtures/long/runs/b0-f16-part02.kvgate-run.jsonl"),
     demo_run!("fixtures/long/runs/b0-f16-part03.kvgate-run.jsonl"),
@@ -84,6 +86,12 @@ const LONG_DEMO_RUNS: [(&str, &str); 12] = [
     demo_run!("fixtures/long/runs/q4-q4_0-part04.kvgate-run.jsonl"),
     demo_run!("fixtures/long/runs/q4-q4_0-part05.kvgate-run.jsonl"),
     demo_run!("fixtures/long/runs/q4-q4_0-part06.kvgate-run.jsonl"),
+    demo_run!("fixtures/long/runs/q8-q8_0-part01.kvgate-run.jsonl"),
+    demo_run!("fixtures/long/runs/q8-q8_0-part02.kvgate-run.jsonl"),
+    demo_run!("fixtures/long/runs/q8-q8_0-part03.kvgate-run.jsonl"),
+    demo_run!("fixtures/long/runs/q8-q8_0-part04.kvgate-run.jsonl"),
+    demo_run!("fixtures/long/runs/q8-q8_0-part05.kvgate-run.jsonl"),
+    demo_run!("fixtures/long/runs/q8-q8_0-part06.kvgate-run.jsonl"),
 ];
 
 /// One recorded demo study: its name, description, manifests, policy and runs.

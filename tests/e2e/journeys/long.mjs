@@ -1,11 +1,11 @@
 // Journey of a newcomer on the recorded long set: "Open the demo" adds, beside the demo, the long
-// set (Qwen2.5-Coder-0.5B at a 4k context, f16 KV = B0, q4_0 KV = Q4, 48 paired items); its Results
-// screen shows each length class's paired counts exactly as `kvgate analyze --json` gives them,
-// and its Review queue holds its real disagreements.
+// set (Qwen2.5-Coder-0.5B at a 4k context, f16 KV = B0 against q8_0 KV = Q8 and q4_0 KV = Q4, 48
+// paired items each); its Results screen shows each length class's paired counts exactly as
+// `kvgate analyze --json` gives them, and its Review queue holds its real disagreements.
 
 import { assert, waitUntil } from '../helpers.mjs';
 
-const LONG = 'Demo: long context, q4_0 KV at 4k (recorded on CPU)';
+const LONG = 'Demo: long context, q8_0 and q4_0 KV at 4k (recorded on CPU)';
 const rowNames = '[data-testid="study-row"] [data-testid="study-row-name"]';
 
 export const journeys = [
@@ -15,8 +15,11 @@ export const journeys = [
       const db = ctx.db('long');
       ctx.kvgate(['--db', db, 'study', 'demo']);
       const cli = JSON.parse(ctx.kvgate(['--db', db, 'analyze', '--study', LONG, '--json']));
-      const q4 = cli.cells.find((c) => c.cell === 'Q4');
-      assert(q4 && q4.valid, `the CLI's Q4 cell: ${JSON.stringify(q4 && q4.invalid_reasons)}`);
+      const candidates = ['Q8', 'Q4'].map((name) => {
+        const c = cli.cells.find((x) => x.cell === name);
+        assert(c && c.valid, `the CLI's ${name} cell: ${JSON.stringify(c && c.invalid_reasons)}`);
+        return c;
+      });
 
       const s = await ctx.launch(['--db', db]);
       await s.waitForTexts(rowNames, (t) => t.includes(LONG));
@@ -25,33 +28,39 @@ export const journeys = [
       await s.waitForTexts('[data-testid="current-study"]', (t) => t[0] === LONG);
 
       await s.click('[data-testid="nav-results"]');
-      await s.waitFor('[data-testid="cell-card"][data-cell="Q4"]', { timeoutMs: 30000 });
-      await s.script('document.querySelector(\'[data-testid="cell-card"][data-cell="Q4"] [data-testid="paired-marginals"]\').open = true;');
-      for (const stratum of ['overall', 'length_class=short', 'length_class=medium', 'length_class=long']) {
-        const want = q4.paired.find((p) => p.stratum === stratum);
-        assert(want, `the CLI has the stratum ${stratum}`);
-        const row = await waitUntil(
-          () => s.script(
-            'const r = document.querySelector(`[data-testid="cell-card"][data-cell="Q4"] [data-testid="paired-row"][data-stratum="${arguments[0]}"]`);' +
-              'return r ? [...r.querySelectorAll("td")].map((td) => td.textContent.trim()) : null;',
-            [stratum],
-          ),
-          (r) => r !== null,
-          `the window's ${stratum} row`,
-        );
-        assert(Number(row[0]) === want.n && Number(row[1]) === want.b && Number(row[2]) === want.c,
-          `${stratum}: window ${JSON.stringify(row.slice(0, 3))}, CLI n ${want.n} b ${want.b} c ${want.c}`);
+      let disagreements = 0;
+      for (const cand of candidates) {
+        const card = `[data-testid="cell-card"][data-cell="${cand.cell}"]`;
+        await s.waitFor(card, { timeoutMs: 30000 });
+        await s.script(`document.querySelector('${card} [data-testid="paired-marginals"]').open = true;`);
+        for (const stratum of ['overall', 'length_class=short', 'length_class=medium', 'length_class=long']) {
+          const want = cand.paired.find((p) => p.stratum === stratum);
+          assert(want, `the CLI has the stratum ${stratum} for ${cand.cell}`);
+          const row = await waitUntil(
+            () => s.script(
+              `const r = document.querySelector('${card} [data-testid="paired-row"][data-stratum="' + arguments[0] + '"]');` +
+                'return r ? [...r.querySelectorAll("td")].map((td) => td.textContent.trim()) : null;',
+              [stratum],
+            ),
+            (r) => r !== null,
+            `the window's ${cand.cell} ${stratum} row`,
+          );
+          assert(Number(row[0]) === want.n && Number(row[1]) === want.b && Number(row[2]) === want.c,
+            `${cand.cell} ${stratum}: window ${JSON.stringify(row.slice(0, 3))}, CLI n ${want.n} b ${want.b} c ${want.c}`);
+        }
+        const overall = cand.paired.find((p) => p.stratum === 'overall');
+        assert(overall.n === 48, `${cand.cell}: 48 pairs: ${JSON.stringify(overall)}`);
+        disagreements += overall.b + overall.c;
       }
-      const overall = q4.paired.find((p) => p.stratum === 'overall');
-      assert(overall.n === 48 && overall.b + overall.c > 0, `48 pairs with real disagreements: ${JSON.stringify(overall)}`);
-      await s.script('document.querySelector(\'[data-testid="cell-card"][data-cell="Q4"] [data-testid="paired-marginals"]\').scrollIntoView({ block: "start" });');
+      assert(disagreements > 0, 'real disagreements to review');
+      await s.script('document.querySelector(\'[data-testid="cell-card"][data-cell="Q8"] [data-testid="paired-marginals"]\').scrollIntoView({ block: "start" });');
       await ctx.screenshot(s, 'long-results-strata');
 
       // The disagreements wait in the review queue.
       await s.click('[data-testid="nav-review"]');
       const queue = JSON.parse(ctx.kvgate(['--db', db, 'review', 'list', '--study', LONG, '--json']));
       const pairs = queue.pairs;
-      assert(pairs.length === overall.b + overall.c, `queue ${pairs.length}, disagreements ${overall.b + overall.c}`);
+      assert(pairs.length === disagreements, `queue ${pairs.length}, disagreements ${disagreements}`);
       await waitUntil(() => s.findAll('[data-testid="review-pair-row"]'), (r) => r.length === pairs.length, 'every disagreement queued in the window', 30000);
       await ctx.screenshot(s, 'long-review-queue');
 

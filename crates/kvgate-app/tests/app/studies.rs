@@ -288,7 +288,7 @@ async fn the_long_demo_pairs_48_items_with_their_length_strata_and_real_disagree
         .expect("the long set beside the demo");
     assert_eq!(long.provenance, Provenance::RecordedDemo);
     let runs = app.list_runs(long.id).await.unwrap();
-    assert_eq!(runs.len(), 12, "six parts of eight items per cell");
+    assert_eq!(runs.len(), 18, "six parts of eight items per cell");
     assert!(runs
         .iter()
         .all(|r| r.kind.as_str() == "quality" && r.provenance == RunProvenance::Recorded));
@@ -306,6 +306,19 @@ async fn the_long_demo_pairs_48_items_with_their_length_strata_and_real_disagree
     assert_eq!(row("length_class=medium"), (16, 4, 1));
     assert_eq!(row("length_class=long"), (16, 2, 0));
     assert_eq!(row("language=de"), (24, 0, 0));
-    // The eight disagreements wait for review.
-    assert_eq!(queued_items(&app, long.id).await.len(), 8);
+    // Q8 (q8_0 KV): every answer B0 got right kept, one German short item gained.
+    let q8 = analysis.body.cells.iter().find(|c| c.cell == "Q8").unwrap();
+    assert!(q8.valid, "{:?}", q8.invalid_reasons);
+    assert!(q8.unpaired.is_empty(), "{:?}", q8.unpaired);
+    let row = |s: &str| {
+        let r = q8.paired.iter().find(|p| p.stratum == s).unwrap();
+        (r.n, r.b, r.c)
+    };
+    assert_eq!(row("overall"), (48, 0, 1));
+    assert_eq!(row("length_class=short"), (16, 0, 1));
+    assert_eq!(row("length_class=medium"), (16, 0, 0));
+    assert_eq!(row("length_class=long"), (16, 0, 0));
+    assert_eq!(row("language=de"), (24, 0, 1));
+    // The nine disagreements (eight of Q4, one of Q8) wait for review.
+    assert_eq!(queued_items(&app, long.id).await.len(), 9);
 }
