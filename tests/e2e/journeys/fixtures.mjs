@@ -171,4 +171,38 @@ export const journeys = [
       await ctx.screenshot(s, 'fixtures-variable-tracking');
     },
   },
+  {
+    name: 'generate several-key and several-value items: a list answer shown whole, within the screen',
+    async run(ctx) {
+      const out = join(ctx.work, 'corpus-lists');
+      const s = await ctx.launch(['--db', ctx.db('fixtures-lists')]);
+      await s.waitFor('[data-testid="screen-studies"]');
+      await s.click('[data-testid="nav-fixtures"]');
+      await s.waitFor('[data-testid="fixtures-empty"]');
+      await s.type('[data-testid="fixtures-seed"]', '12');
+      for (const t of ['literal', 'numeric', 'multi_document', 'business_rule', 'multi_key', 'multi_value']) {
+        await s.click(`[data-testid="fixtures-task-${t}"]`);
+      }
+      await s.type('[data-testid="fixtures-out"]', out);
+      await s.click('[data-testid="fixtures-generate"]');
+      const generated = await waitSummary(s, 'generated', 180000);
+      assert(generated.count === '36', `item count ${generated.count}, expected 36`);
+      const id = await s.script(
+        'return document.querySelector(\'[data-testid="item-row"][data-id*="-multi_value-present-"]\')?.dataset.id ?? null;',
+      );
+      assert(id, 'a present several-value item');
+      await s.click(`[data-testid="item-row"][data-id="${id}"] [data-testid="item-row-open"]`);
+      await waitUntil(() => s.attr('[data-testid="item-viewer"]', 'data-id'), (v) => v === id, `the viewer on ${id}`);
+      const expected = JSON.parse((await s.texts('[data-testid="item-expected"]'))[0]);
+      assert(Array.isArray(expected.answers) && expected.answers.length === 3, `three answers: ${JSON.stringify(expected)}`);
+      const evidence = await s.findAll('[data-testid="item-viewer"] [data-testid="item-evidence"]');
+      assert(evidence.length === 3, `each revision is evidence: ${evidence.length}`);
+      const overflow = await s.script(
+        'const r = document.querySelector(\'[data-testid="item-expected"]\').getBoundingClientRect(); return r.right - window.innerWidth;',
+      );
+      assert(overflow <= 0, `the approved answer ends ${overflow}px past the window`);
+      await s.script('document.querySelector(\'[data-testid="item-expected"]\').scrollIntoView({ block: "center" });');
+      await ctx.screenshot(s, 'fixtures-several-values');
+    },
+  },
 ];
