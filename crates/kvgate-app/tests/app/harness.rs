@@ -425,3 +425,66 @@ async fn exported_items_run_by_inspect_pair_by_fixture_item_under_kv_gates_valid
         }
     }
 }
+
+#[tokio::test]
+async fn a_list_answer_exported_to_lm_eval_is_judged_element_by_element() {
+    let (dir, app, sid) = study(&demo_policy()).await;
+    // Q8's English samples, their first two documents turned into several-key items as KV Gate
+    // exports them: the approved answer `{"answers": [A, B]}`. The first response gives the two
+    // answers in the wrong order, the second in the right one.
+    let source = files(&recorded("q8_0"), "samples_")
+        .into_iter()
+        .find(|f| f.to_string_lossy().contains("_en_"))
+        .unwrap();
+    let a = serde_json::json!({"asset": "AX-104", "revision": "B", "nominal_torque": 12.5, "unit": "N.m"});
+    let b = serde_json::json!({"asset": "KL-233", "revision": "D", "nominal_torque": 8.75, "unit": "kN.m"});
+    let mut lines: Vec<Value> = std::fs::read_to_string(&source)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut items = Vec::new();
+    for (i, response) in [
+        serde_json::json!({"answers": [b.clone(), a.clone()]}),
+        serde_json::json!({"answers": [a.clone(), b.clone()]}),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        lines[i]["doc"]["expected_answer"] = serde_json::json!({"answers": [a.clone(), b.clone()]});
+        lines[i]["filtered_resps"] = serde_json::json!([response.to_string()]);
+        items.push(lines[i]["doc"]["kvgate_item"].as_str().unwrap().to_owned());
+    }
+    let path = dir.path().join(source.file_name().unwrap());
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&path, text).unwrap();
+    import(&app, sid, "Q8", ImportFormat::LmEvalSamples, &path).await;
+
+    let run = app
+        .list_runs(sid)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|r| r.kind.as_str() == "quality")
+        .unwrap();
+    let detail = app.run_detail(run.id).await.unwrap();
+    let verdict = |item: &str| {
+        detail
+            .requests
+            .iter()
+            .find(|q| q.record.item_id.as_deref() == Some(item))
+            .and_then(|q| q.verdict.clone())
+            .unwrap()
+    };
+    let swapped = verdict(&items[0]);
+    assert!(!swapped.accepted);
+    assert!(swapped.reasons.contains(&ReasonCode::WrongAsset));
+    assert!(
+        swapped
+            .detail
+            .iter()
+            .any(|d| d.field.as_deref() == Some("answers[0].asset")),
+        "{swapped:?}"
+    );
+    assert!(verdict(&items[1]).accepted, "{:?}", verdict(&items[1]));
+}
