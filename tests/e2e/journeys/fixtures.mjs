@@ -144,6 +144,7 @@ export const journeys = [
       );
       assert(JSON.stringify(ticked) === '["variable_tracking"]', `ticked ${JSON.stringify(ticked)}`);
       await s.type('[data-testid="fixtures-out"]', out);
+      await ctx.screenshot(s, 'fixtures-generate-form');
       await s.click('[data-testid="fixtures-generate"]');
       const generated = await waitSummary(s, 'generated', 180000);
       assert(generated.count === '18', `item count ${generated.count}, expected 18`);
