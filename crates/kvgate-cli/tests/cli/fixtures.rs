@@ -204,19 +204,23 @@ fn variable_tracking_at_8k_is_chosen_by_name_and_counted_with_the_real_tokenizer
         }
     }
 
+    // Task types named twice, or a name that is none: refused, nothing written.
     let twice = dir.path().join("twice");
-    let o = run(&[
-        "fixtures",
-        "generate",
-        "--seed",
-        "3",
-        "--preset",
-        "test-2k",
-        "--task-types",
-        "literal,literal",
-        "--out",
-        twice.to_str().unwrap(),
-    ]);
+    let with_types = |types: &str| {
+        run(&[
+            "fixtures",
+            "generate",
+            "--seed",
+            "3",
+            "--preset",
+            "test-2k",
+            "--task-types",
+            types,
+            "--out",
+            twice.to_str().unwrap(),
+        ])
+    };
+    let o = with_types("literal,literal");
     assert!(!o.status.success());
     assert!(
         stderr(&o).contains(
@@ -226,22 +230,12 @@ fn variable_tracking_at_8k_is_chosen_by_name_and_counted_with_the_real_tokenizer
         stderr(&o)
     );
     assert!(!twice.exists(), "nothing written");
-    let o = run(&[
-        "fixtures",
-        "generate",
-        "--seed",
-        "3",
-        "--preset",
-        "test-2k",
-        "--task-types",
-        "multi_hop",
-        "--out",
-        twice.to_str().unwrap(),
-    ]);
+    let o = with_types("multi_hop");
     assert!(!o.status.success());
     assert!(
         stderr(&o).contains("variable_tracking"),
         "the names offered: {}",
         stderr(&o)
     );
+    assert!(!twice.exists());
 }
