@@ -385,6 +385,14 @@ const EMBEDDED_CORPUS_ITEMS: [&str; 2] = [
     include_str!("../../../fixtures/demo/corpus/items.jsonl"),
 ];
 
+/// The items sha256 of each corpus shipped inside the binary.
+pub fn embedded_corpus_digests() -> Vec<String> {
+    EMBEDDED_CORPUS_ITEMS
+        .iter()
+        .map(|items| sha256_hex(items.as_bytes()))
+        .collect()
+}
+
 /// The items of a run's corpus, for the prompt digests of rows stored without them: an embedded
 /// corpus, the in-memory corpus of a load run (regenerated from its seed), or the folder the
 /// run names (as found from the working directory). Only items whose digest is the one the run

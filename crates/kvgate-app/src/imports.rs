@@ -769,9 +769,10 @@ impl App {
         if let Content::Parsed(p) = &read.content {
             if p.runs.iter().any(|r| !r.harness.is_empty()) {
                 let policy = self.locked_policy_of(read.input.study_id).await?;
+                let answers = self.exported_answers(read.input.study_id, &p.runs).await?;
                 let mut ignored = Vec::new();
                 for run in &p.runs {
-                    harness_verdicts(&read, run, policy.as_ref(), &mut ignored)?;
+                    harness_verdicts(&read, run, policy.as_ref(), &answers, &mut ignored)?;
                 }
             }
         }
@@ -1075,12 +1076,16 @@ impl App {
                 };
                 let mut warnings = parsed.warnings.clone();
                 let policy = self.locked_policy_of(input.study_id).await?;
+                let answers = self.exported_answers(input.study_id, &parsed.runs).await?;
                 let runs = self.imported_runs(
                     &read,
                     &mut parsed,
                     stored.id,
                     &manifest,
-                    policy.as_ref(),
+                    Judging {
+                        policy: policy.as_ref(),
+                        answers: &answers,
+                    },
                     &mut warnings,
                 )?;
                 let new = NewImport {
@@ -1109,7 +1114,10 @@ impl App {
                     &mut file.import,
                     stored.id,
                     &manifest,
-                    None,
+                    Judging {
+                        policy: None,
+                        answers: &ExportedAnswers::default(),
+                    },
                     &mut added,
                 )?;
                 streamed::store(
@@ -1163,7 +1171,7 @@ impl App {
         parsed: &mut ParsedImport,
         manifest_id: i64,
         manifest: &Manifest,
-        policy: Option<&kvgate_core::policy::Policy>,
+        judging: Judging<'_>,
         warnings: &mut Vec<ImportWarning>,
     ) -> Result<Vec<ImportedRun<ImportedRequest>>, AppError> {
         let profile = EngineProfile::for_engine(&manifest.engine);
@@ -1193,7 +1201,7 @@ impl App {
             })?;
             let finished_at = rfc3339_from_unix_ms(anchor + run.elapsed_ms.unwrap_or(0.0) as i64)
                 .unwrap_or_else(|| started_at.clone());
-            let judged = harness_verdicts(read, run, policy, warnings)?;
+            let judged = harness_verdicts(read, run, judging.policy, judging.answers, warnings)?;
             let mut config = json!({
                 "import": {
                     "format": parsed.format.as_str(),
@@ -1419,6 +1427,118 @@ impl App {
     }
 }
 
+/// The approved answers of the corpora a harness file's exported items came from, as far as
+/// they are found (the corpora shipped inside the binary and the folders the study's runs name):
+/// an exported item is judged against its corpus's answer, never only the file's copy of it.
+#[derive(Default)]
+pub(crate) struct ExportedAnswers {
+    /// Per corpus found: its items sha256 and its approved answers by item id.
+    corpora: Vec<(
+        String,
+        HashMap<String, kvgate_core::validator::ExpectedAnswer>,
+    )>,
+}
+
+/// What a harness run's rows are judged by: the locked policy (its `metrics`) and the approved
+/// answers of the corpora found.
+#[derive(Clone, Copy)]
+pub(crate) struct Judging<'a> {
+    policy: Option<&'a kvgate_core::policy::Policy>,
+    answers: &'a ExportedAnswers,
+}
+
+/// Where an exported item's approved answer was found.
+enum CorpusAnswer<'a> {
+    /// In the corpus of this digest.
+    Found(&'a kvgate_core::validator::ExpectedAnswer, &'a str),
+    /// The corpus of the digest the file names is found, and the item is not in it.
+    NotInCorpus(&'a str),
+    /// No corpus found to check against.
+    Unknown,
+}
+
+impl ExportedAnswers {
+    fn lookup(&self, digest: Option<&str>, item: &str) -> CorpusAnswer<'_> {
+        match digest {
+            Some(d) => match self.corpora.iter().find(|(sha, _)| sha == d) {
+                Some((sha, answers)) => match answers.get(item) {
+                    Some(answer) => CorpusAnswer::Found(answer, sha),
+                    None => CorpusAnswer::NotInCorpus(sha),
+                },
+                None => CorpusAnswer::Unknown,
+            },
+            // An export that named no digest: the one corpus found holding the item, if only
+            // one does.
+            None => {
+                let mut holding = self
+                    .corpora
+                    .iter()
+                    .filter_map(|(sha, answers)| answers.get(item).map(|a| (a, sha.as_str())));
+                match (holding.next(), holding.next()) {
+                    (Some((answer, sha)), None) => CorpusAnswer::Found(answer, sha),
+                    _ => CorpusAnswer::Unknown,
+                }
+            }
+        }
+    }
+}
+
+impl App {
+    /// The corpora a parsed harness file's exported items may have come from.
+    async fn exported_answers(
+        &self,
+        study_id: i64,
+        runs: &[ParsedRun],
+    ) -> Result<ExportedAnswers, AppError> {
+        let rows = || {
+            runs.iter()
+                .flat_map(|r| &r.harness)
+                .filter(|h| h.expected.is_some())
+        };
+        if rows().next().is_none() {
+            return Ok(ExportedAnswers::default());
+        }
+        // The corpus folders the study's runs name, by digest.
+        let mut refs: Vec<kvgate_store::study_input::CorpusRef> = Vec::new();
+        for run in self.store.list_runs(study_id).await? {
+            let config: Value = serde_json::from_str(&run.config_json).unwrap_or(Value::Null);
+            if let Some(sha) = config["corpus"]["items_sha256"].as_str() {
+                if !refs.iter().any(|r| r.items_sha256 == sha) {
+                    refs.push(kvgate_store::study_input::CorpusRef {
+                        dir: config["corpus"]["dir"].as_str().map(str::to_owned),
+                        items_sha256: sha.to_owned(),
+                        seed: config["seed"].as_u64(),
+                    });
+                }
+            }
+        }
+        let mut wanted: Vec<String> = rows().filter_map(|h| h.corpus_sha256.clone()).collect();
+        if rows().any(|h| h.corpus_sha256.is_none()) {
+            wanted.extend(refs.iter().map(|r| r.items_sha256.clone()));
+            wanted.extend(crate::fixtures::embedded_corpus_digests());
+        }
+        wanted.sort();
+        wanted.dedup();
+        let mut out = ExportedAnswers::default();
+        for digest in wanted {
+            let corpus = refs
+                .iter()
+                .find(|r| r.items_sha256 == digest)
+                .cloned()
+                .unwrap_or(kvgate_store::study_input::CorpusRef {
+                    dir: None,
+                    items_sha256: digest.clone(),
+                    seed: None,
+                });
+            if let Ok(items) = crate::fixtures::corpus_for_digests(&corpus) {
+                let answers = items.into_iter().map(|i| (i.id, i.expected)).collect();
+                out.corpora.push((digest, answers));
+            }
+        }
+        Ok(out)
+    }
+}
+
 /// The verdicts of a harness run's rows and the metric that decided each task.
 struct HarnessJudgement {
     decided: Vec<kvgate_core::harness::DecisiveMetric>,
@@ -1434,6 +1554,7 @@ fn harness_verdicts(
     read: &ReadFile,
     run: &ParsedRun,
     policy: Option<&kvgate_core::policy::Policy>,
+    answers: &ExportedAnswers,
     warnings: &mut Vec<ImportWarning>,
 ) -> Result<Option<HarnessJudgement>, AppError> {
     use kvgate_core::validator::{validate, ResponseOutcome, ValidatorPolicy};
@@ -1453,7 +1574,29 @@ fn harness_verdicts(
     };
     let mut verdicts = Vec::with_capacity(rows.len());
     let mut other_filter = 0u64;
+    let mut unchecked = 0u64;
     for (h, record) in run.harness.iter().zip(&run.requests) {
+        if let (Some(expected), Some(item)) = (&h.expected, &record.item_id) {
+            match answers.lookup(h.corpus_sha256.as_deref(), item) {
+                CorpusAnswer::Found(approved, sha) if approved != expected => {
+                    return Err(invalid(format!(
+                        "{}, {}, field `expected_answer`: expected the approved answer of item {item} in corpus {sha}, {}, found {}: the file does not carry the corpus's answer",
+                        read.source_name,
+                        h.at,
+                        serde_json::to_string(approved).unwrap_or_default(),
+                        serde_json::to_string(expected).unwrap_or_default(),
+                    )));
+                }
+                CorpusAnswer::Found(..) => {}
+                CorpusAnswer::NotInCorpus(sha) => {
+                    return Err(invalid(format!(
+                        "{}, {}, field `kvgate_item`: expected an item of corpus {sha}, found {item}, which it does not hold",
+                        read.source_name, h.at
+                    )));
+                }
+                CorpusAnswer::Unknown => unchecked += 1,
+            }
+        }
         let verdict = match &h.expected {
             Some(expected) => {
                 // One row per document for an exported task: the first filter's.
@@ -1492,6 +1635,13 @@ fn harness_verdicts(
             other_filter += 1;
         }
         verdicts.push(verdict);
+    }
+    if unchecked > 0 {
+        warnings.push(ImportWarning::new(
+            "$.doc.expected_answer",
+            "approved answers taken from the file: the corpus they were exported from was not found (neither shipped with KV Gate nor named by a run of this study), so they could not be checked against it",
+            unchecked,
+        ));
     }
     if other_filter > 0 {
         warnings.push(ImportWarning::new(

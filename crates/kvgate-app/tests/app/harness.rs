@@ -444,6 +444,8 @@ async fn a_list_answer_exported_to_lm_eval_is_judged_element_by_element() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     let mut items = Vec::new();
+    // A corpus KV Gate cannot find: the file's answers are used, and the import says so.
+    let unknown = "0".repeat(64);
     for (i, response) in [
         serde_json::json!({"answers": [b.clone(), a.clone()]}),
         serde_json::json!({"answers": [a.clone(), b.clone()]}),
@@ -452,13 +454,23 @@ async fn a_list_answer_exported_to_lm_eval_is_judged_element_by_element() {
     .enumerate()
     {
         lines[i]["doc"]["expected_answer"] = serde_json::json!({"answers": [a.clone(), b.clone()]});
+        lines[i]["doc"]["corpus_items_sha256"] = Value::String(unknown.clone());
         lines[i]["filtered_resps"] = serde_json::json!([response.to_string()]);
         items.push(lines[i]["doc"]["kvgate_item"].as_str().unwrap().to_owned());
     }
     let path = dir.path().join(source.file_name().unwrap());
     let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
     std::fs::write(&path, text).unwrap();
-    import(&app, sid, "Q8", ImportFormat::LmEvalSamples, &path).await;
+    let summary = app
+        .import_file(input(sid, "Q8", ImportFormat::LmEvalSamples, &path), |_| {})
+        .await
+        .unwrap();
+    let unchecked = summary
+        .warnings
+        .iter()
+        .find(|w| w.at == "$.doc.expected_answer")
+        .expect("the unchecked answers are named");
+    assert_eq!(unchecked.rows, 2, "{unchecked:?}");
 
     let run = app
         .list_runs(sid)
@@ -487,4 +499,75 @@ async fn a_list_answer_exported_to_lm_eval_is_judged_element_by_element() {
         "{swapped:?}"
     );
     assert!(verdict(&items[1]).accepted, "{:?}", verdict(&items[1]));
+}
+
+#[tokio::test]
+async fn an_exported_items_answer_changed_in_the_harness_file_is_refused() {
+    let (dir, app, sid) = study(&demo_policy()).await;
+    // lm-eval's samples of KV Gate's exported demo items, one approved answer edited (as a doc
+    // edited between export and the harness run would carry it): the corpus it names is shipped
+    // with KV Gate, so its own answer is known.
+    let source = files(&recorded("q8_0"), "samples_")
+        .into_iter()
+        .find(|f| f.to_string_lossy().contains("_en_"))
+        .unwrap();
+    let mut lines: Vec<Value> = std::fs::read_to_string(&source)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let item = lines[1]["doc"]["kvgate_item"].as_str().unwrap().to_owned();
+    let forged = serde_json::json!({"error": "not_found"});
+    let original = lines[1]["doc"]["expected_answer"].clone();
+    let forged = if original == forged {
+        serde_json::json!({"asset": "AX-104", "revision": "B", "nominal_torque": 12.5, "unit": "N.m"})
+    } else {
+        forged
+    };
+    lines[1]["doc"]["expected_answer"] = forged;
+    let path = dir.path().join(source.file_name().unwrap());
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&path, text).unwrap();
+    let approved: kvgate_core::validator::ExpectedAnswer =
+        serde_json::from_value(original.clone()).unwrap();
+    let approved = serde_json::to_string(&approved).unwrap();
+    let runs_before = app.list_runs(sid).await.unwrap().len();
+    for attempt in [
+        app.preview_import(input(sid, "Q8", ImportFormat::LmEvalSamples, &path), |_| {})
+            .await
+            .map(|_| ()),
+        app.import_file(input(sid, "Q8", ImportFormat::LmEvalSamples, &path), |_| {})
+            .await
+            .map(|_| ()),
+    ] {
+        let e = attempt.expect_err("a forged approved answer is refused");
+        assert!(
+            e.message.contains("line 2, field `expected_answer`")
+                && e.message.contains(&format!("item {item} in corpus "))
+                && e.message.contains(&approved),
+            "{}",
+            e.message
+        );
+    }
+    assert_eq!(
+        app.list_runs(sid).await.unwrap().len(),
+        runs_before,
+        "nothing stored"
+    );
+    // The same file with the answer as exported imports.
+    lines[1]["doc"]["expected_answer"] = original;
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&path, text).unwrap();
+    let summary = app
+        .import_file(input(sid, "Q8", ImportFormat::LmEvalSamples, &path), |_| {})
+        .await
+        .unwrap();
+    assert!(
+        summary
+            .warnings
+            .iter()
+            .all(|w| w.at != "$.doc.expected_answer"),
+        "checked against the corpus: {:?}",
+        summary.warnings
+    );
 }

@@ -274,6 +274,7 @@ def record_to_sample(record):
             "answer_kind": record["answer_kind"],
             "token_count": record["token_count"],
             "synthetic": record["synthetic"],
+            "corpus_items_sha256": record["corpus_items_sha256"],
         }},
     )
 

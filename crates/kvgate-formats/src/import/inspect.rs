@@ -454,6 +454,11 @@ fn build(
                 .map(str::to_owned),
             engine_timings: None,
         });
+        let corpus_sha256 = kvgate
+            .as_ref()
+            .and(sample.pointer("/metadata/corpus_items_sha256"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
         run.harness.push(HarnessRow {
             at: at.clone(),
             scored: ScoredRow {
@@ -462,6 +467,7 @@ fn build(
                 scores,
             },
             expected,
+            corpus_sha256,
             filtered: None,
             reference: HarnessReference::from_values(&input, sample.get("target")),
         });

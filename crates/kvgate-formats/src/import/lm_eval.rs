@@ -330,6 +330,12 @@ pub fn parse(
             finish_reason: None,
             engine_timings: None,
         });
+        let corpus_sha256 = kvgate
+            .as_ref()
+            .and(doc)
+            .and_then(|d| d.get("corpus_items_sha256"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
         run.harness.push(HarnessRow {
             at: format!("line {number}"),
             scored: ScoredRow {
@@ -338,6 +344,7 @@ pub fn parse(
                 scores,
             },
             expected,
+            corpus_sha256,
             filtered,
             // `arg_0` as read above (a chat-messages list arrives as JSON text, maybe in a list).
             reference: HarnessReference::from_values(

@@ -300,6 +300,9 @@ pub struct HarnessRow {
     pub at: String,
     pub scored: kvgate_core::harness::ScoredRow,
     pub expected: Option<kvgate_core::validator::ExpectedAnswer>,
+    /// For an item KV Gate exported: the items sha256 of the corpus it came from, as the export
+    /// wrote it (absent in exports made before it was written).
+    pub corpus_sha256: Option<String>,
     pub filtered: Option<String>,
     /// What the harness sent and the answer it scored against, for the reviewer.
     pub reference: HarnessReference,
