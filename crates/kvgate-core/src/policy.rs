@@ -832,7 +832,8 @@ mod tests {
                 "business_rule",
                 "variable_tracking",
                 "multi_key",
-                "multi_value"
+                "multi_value",
+                "aggregation"
             ]
         );
         let tracked =

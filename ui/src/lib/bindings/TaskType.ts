@@ -4,7 +4,8 @@
  * What the item asks of the model. The first four are single extractions (one record,
  * or a register entry and its sheet). The long-context types: `variable_tracking` follows a
  * chain of renumberings to the record under the asset's final number (multi-hop);
- * `multi_key` asks for two assets at once and `multi_value` for every revision of one,
- * both answered as `{"answers": [...]}`.
+ * `multi_key` asks for two assets at once, `multi_value` for every revision of one and
+ * `aggregation` for every asset of a family scattered over the context, all answered as
+ * `{"answers": [...]}`.
  */
-export type TaskType = "literal" | "numeric" | "multi_document" | "business_rule" | "variable_tracking" | "multi_key" | "multi_value";
+export type TaskType = "literal" | "numeric" | "multi_document" | "business_rule" | "variable_tracking" | "multi_key" | "multi_value" | "aggregation";

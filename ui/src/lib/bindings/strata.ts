@@ -9,7 +9,7 @@ import type { TaskType } from "./TaskType";
 export const LANGUAGES: readonly Language[] = ["en", "de"];
 export const LENGTH_CLASSES: readonly LengthClass[] = ["short", "medium", "long"];
 export const POSITIONS: readonly Position[] = ["begin", "middle", "end"];
-export const TASK_TYPES: readonly TaskType[] = ["literal", "numeric", "multi_document", "business_rule", "variable_tracking", "multi_key", "multi_value"];
+export const TASK_TYPES: readonly TaskType[] = ["literal", "numeric", "multi_document", "business_rule", "variable_tracking", "multi_key", "multi_value", "aggregation"];
 export const ANSWER_KINDS: readonly AnswerKind[] = ["present", "absent"];
 
 /** The dimensions in reading order: the key of a segment filter and of a marginal stratum (`key=value`), the name, the values. */
