@@ -1432,11 +1432,16 @@ impl App {
 /// an exported item is judged against its corpus's answer, never only the file's copy of it.
 #[derive(Default)]
 pub(crate) struct ExportedAnswers {
-    /// Per corpus found: its items sha256 and its approved answers by item id.
-    corpora: Vec<(
-        String,
-        HashMap<String, kvgate_core::validator::ExpectedAnswer>,
-    )>,
+    /// Per corpus found: its items sha256 and, by item id, its approved answer and prompt.
+    corpora: Vec<(String, HashMap<String, Approved>)>,
+}
+
+/// An item's approved answer and prompt, as its corpus holds them.
+struct Approved {
+    expected: kvgate_core::validator::ExpectedAnswer,
+    /// Its chat messages as a harness reference writes them (`role:` and the text of each,
+    /// blank-line separated).
+    prompt: String,
 }
 
 /// What a harness run's rows are judged by: the locked policy (its `metrics`) and the approved
@@ -1450,7 +1455,7 @@ pub(crate) struct Judging<'a> {
 /// Where an exported item's approved answer was found.
 enum CorpusAnswer<'a> {
     /// In the corpus of this digest.
-    Found(&'a kvgate_core::validator::ExpectedAnswer, &'a str),
+    Found(&'a Approved, &'a str),
     /// The corpus of the digest the file names is found, and the item is not in it.
     NotInCorpus(&'a str),
     /// No corpus found to check against.
@@ -1531,7 +1536,22 @@ impl App {
                     seed: None,
                 });
             if let Ok(items) = crate::fixtures::corpus_for_digests(&corpus) {
-                let answers = items.into_iter().map(|i| (i.id, i.expected)).collect();
+                let answers = items
+                    .into_iter()
+                    .map(|i| {
+                        let prompt = i
+                            .messages
+                            .iter()
+                            .map(|m| format!("{}:\n{}", m.role.as_str(), m.content))
+                            .collect::<Vec<_>>()
+                            .join("\n\n");
+                        let approved = Approved {
+                            expected: i.expected,
+                            prompt,
+                        };
+                        (i.id, approved)
+                    })
+                    .collect();
                 out.corpora.push((digest, answers));
             }
         }
@@ -1578,13 +1598,20 @@ fn harness_verdicts(
     for (h, record) in run.harness.iter().zip(&run.requests) {
         if let (Some(expected), Some(item)) = (&h.expected, &record.item_id) {
             match answers.lookup(h.corpus_sha256.as_deref(), item) {
-                CorpusAnswer::Found(approved, sha) if approved != expected => {
+                CorpusAnswer::Found(approved, sha) if &approved.expected != expected => {
                     return Err(invalid(format!(
                         "{}, {}, field `expected_answer`: expected the approved answer of item {item} in corpus {sha}, {}, found {}: the file does not carry the corpus's answer",
                         read.source_name,
                         h.at,
-                        serde_json::to_string(approved).unwrap_or_default(),
+                        serde_json::to_string(&approved.expected).unwrap_or_default(),
                         serde_json::to_string(expected).unwrap_or_default(),
+                    )));
+                }
+                // The chat the harness sent, message by message, is the corpus's.
+                CorpusAnswer::Found(approved, sha) if h.reference.prompt != approved.prompt => {
+                    return Err(invalid(format!(
+                        "{}, {}, prompt: expected the chat messages of item {item} as corpus {sha} holds them, found others: not the approved prompt",
+                        read.source_name, h.at
                     )));
                 }
                 CorpusAnswer::Found(..) => {}

@@ -554,8 +554,35 @@ async fn an_exported_items_answer_changed_in_the_harness_file_is_refused() {
         runs_before,
         "nothing stored"
     );
-    // The same file with the answer as exported imports.
-    lines[1]["doc"]["expected_answer"] = original;
+    // The answer as exported, and the chat the harness sent edited, in the worked example's
+    // question or in the item's own: not the approved prompt.
+    lines[1]["doc"]["expected_answer"] = original.clone();
+    let sent = lines[1]["arguments"]["gen_args_0"]["arg_0"].clone();
+    let whole = sent.to_string();
+    for at in [
+        whole.find("Question: ").unwrap(),
+        whole.rfind("Question: ").unwrap(),
+    ] {
+        let mut edited = whole.clone();
+        edited.replace_range(at..at + "Question: ".len(), "Question (edited): ");
+        lines[1]["arguments"]["gen_args_0"]["arg_0"] = serde_json::from_str(&edited).unwrap();
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        std::fs::write(&path, text).unwrap();
+        let e = app
+            .import_file(input(sid, "Q8", ImportFormat::LmEvalSamples, &path), |_| {})
+            .await
+            .expect_err("an edited chat is refused");
+        assert!(
+            e.message
+                .contains("line 2, prompt: expected the chat messages of item")
+                && e.message.contains(&item),
+            "{}",
+            e.message
+        );
+        assert_eq!(app.list_runs(sid).await.unwrap().len(), runs_before);
+    }
+    // The same file as exported and run imports.
+    lines[1]["arguments"]["gen_args_0"]["arg_0"] = sent;
     let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
     std::fs::write(&path, text).unwrap();
     let summary = app
