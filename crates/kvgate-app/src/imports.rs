@@ -1539,12 +1539,11 @@ impl App {
                 let answers = items
                     .into_iter()
                     .map(|i| {
-                        let prompt = i
-                            .messages
-                            .iter()
-                            .map(|m| format!("{}:\n{}", m.role.as_str(), m.content))
-                            .collect::<Vec<_>>()
-                            .join("\n\n");
+                        // Written as the harness's own chat is read, by the same code.
+                        let messages = serde_json::to_value(&i.messages).unwrap_or_default();
+                        let prompt =
+                            kvgate_formats::import::HarnessReference::from_values(&messages, None)
+                                .prompt;
                         let approved = Approved {
                             expected: i.expected,
                             prompt,

@@ -426,23 +426,37 @@ async fn exported_items_run_by_inspect_pair_by_fixture_item_under_kv_gates_valid
     }
 }
 
+/// Q8's recorded English samples file: its path and its rows.
+fn q8_english_samples() -> (PathBuf, Vec<Value>) {
+    let source = files(&recorded("q8_0"), "samples_")
+        .into_iter()
+        .find(|f| f.to_string_lossy().contains("_en_"))
+        .unwrap();
+    let rows = std::fs::read_to_string(&source)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (source, rows)
+}
+
+/// Writes `rows` as a samples file named like `source` into `dir`.
+fn write_samples(dir: &Path, source: &Path, rows: &[Value]) -> PathBuf {
+    let path = dir.join(source.file_name().unwrap());
+    let text: String = rows.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
 #[tokio::test]
 async fn a_list_answer_exported_to_lm_eval_is_judged_element_by_element() {
     let (dir, app, sid) = study(&demo_policy()).await;
     // Q8's English samples, their first two documents turned into several-key items as KV Gate
     // exports them: the approved answer `{"answers": [A, B]}`. The first response gives the two
     // answers in the wrong order, the second in the right one.
-    let source = files(&recorded("q8_0"), "samples_")
-        .into_iter()
-        .find(|f| f.to_string_lossy().contains("_en_"))
-        .unwrap();
+    let (source, mut lines) = q8_english_samples();
     let a = serde_json::json!({"asset": "AX-104", "revision": "B", "nominal_torque": 12.5, "unit": "N.m"});
     let b = serde_json::json!({"asset": "KL-233", "revision": "D", "nominal_torque": 8.75, "unit": "kN.m"});
-    let mut lines: Vec<Value> = std::fs::read_to_string(&source)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
     let mut items = Vec::new();
     // A corpus KV Gate cannot find: the file's answers are used, and the import says so.
     let unknown = "0".repeat(64);
@@ -458,9 +472,7 @@ async fn a_list_answer_exported_to_lm_eval_is_judged_element_by_element() {
         lines[i]["filtered_resps"] = serde_json::json!([response.to_string()]);
         items.push(lines[i]["doc"]["kvgate_item"].as_str().unwrap().to_owned());
     }
-    let path = dir.path().join(source.file_name().unwrap());
-    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
-    std::fs::write(&path, text).unwrap();
+    let path = write_samples(dir.path(), &source, &lines);
     let summary = app
         .import_file(input(sid, "Q8", ImportFormat::LmEvalSamples, &path), |_| {})
         .await
@@ -507,15 +519,7 @@ async fn an_exported_items_answer_changed_in_the_harness_file_is_refused() {
     // lm-eval's samples of KV Gate's exported demo items, one approved answer edited (as a doc
     // edited between export and the harness run would carry it): the corpus it names is shipped
     // with KV Gate, so its own answer is known.
-    let source = files(&recorded("q8_0"), "samples_")
-        .into_iter()
-        .find(|f| f.to_string_lossy().contains("_en_"))
-        .unwrap();
-    let mut lines: Vec<Value> = std::fs::read_to_string(&source)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let (source, mut lines) = q8_english_samples();
     let item = lines[1]["doc"]["kvgate_item"].as_str().unwrap().to_owned();
     let forged = serde_json::json!({"error": "not_found"});
     let original = lines[1]["doc"]["expected_answer"].clone();
@@ -525,9 +529,7 @@ async fn an_exported_items_answer_changed_in_the_harness_file_is_refused() {
         forged
     };
     lines[1]["doc"]["expected_answer"] = forged;
-    let path = dir.path().join(source.file_name().unwrap());
-    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
-    std::fs::write(&path, text).unwrap();
+    let path = write_samples(dir.path(), &source, &lines);
     let approved: kvgate_core::validator::ExpectedAnswer =
         serde_json::from_value(original.clone()).unwrap();
     let approved = serde_json::to_string(&approved).unwrap();
@@ -566,8 +568,7 @@ async fn an_exported_items_answer_changed_in_the_harness_file_is_refused() {
         let mut edited = whole.clone();
         edited.replace_range(at..at + "Question: ".len(), "Question (edited): ");
         lines[1]["arguments"]["gen_args_0"]["arg_0"] = serde_json::from_str(&edited).unwrap();
-        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
-        std::fs::write(&path, text).unwrap();
+        write_samples(dir.path(), &source, &lines);
         let e = app
             .import_file(input(sid, "Q8", ImportFormat::LmEvalSamples, &path), |_| {})
             .await
@@ -583,8 +584,7 @@ async fn an_exported_items_answer_changed_in_the_harness_file_is_refused() {
     }
     // The same file as exported and run imports.
     lines[1]["arguments"]["gen_args_0"]["arg_0"] = sent;
-    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
-    std::fs::write(&path, text).unwrap();
+    write_samples(dir.path(), &source, &lines);
     let summary = app
         .import_file(input(sid, "Q8", ImportFormat::LmEvalSamples, &path), |_| {})
         .await
