@@ -16,6 +16,7 @@ use std::time::Duration;
 use kvgate_core::canonical::{canonical_json, hex, sha256_hex};
 use kvgate_core::compat::ObservedEngine;
 use kvgate_core::evidence::EvidenceKind;
+use kvgate_core::harness::approved::{ApprovedCorpora, ApprovedItem, ExportCheck};
 use kvgate_core::manifest::Manifest;
 use kvgate_core::metrics::{normalize, summarize, EngineProfile, MetricPoint};
 use kvgate_core::run::RequestStatus;
@@ -1116,7 +1117,7 @@ impl App {
                     &manifest,
                     Judging {
                         policy: None,
-                        answers: &ExportedAnswers::default(),
+                        answers: &ApprovedCorpora::default(),
                     },
                     &mut added,
                 )?;
@@ -1427,81 +1428,29 @@ impl App {
     }
 }
 
-/// The approved answers of the corpora a harness file's exported items came from, as far as
-/// they are found (the corpora shipped inside the binary and the folders the study's runs name):
-/// an exported item is judged against its corpus's answer, never only the file's copy of it.
-#[derive(Default)]
-pub(crate) struct ExportedAnswers {
-    /// Per corpus found: its items sha256 and, by item id, its approved answer and prompt.
-    corpora: Vec<(String, HashMap<String, Approved>)>,
-}
-
-/// An item's approved answer and prompt, as its corpus holds them.
-struct Approved {
-    expected: kvgate_core::validator::ExpectedAnswer,
-    /// Its chat messages as a harness reference writes them (`role:` and the text of each,
-    /// blank-line separated).
-    prompt: String,
-}
-
 /// What a harness run's rows are judged by: the locked policy (its `metrics`) and the approved
-/// answers of the corpora found.
+/// answers and chats of the corpora the exported items came from, as far as they are found.
 #[derive(Clone, Copy)]
 pub(crate) struct Judging<'a> {
     policy: Option<&'a kvgate_core::policy::Policy>,
-    answers: &'a ExportedAnswers,
-}
-
-/// Where an exported item's approved answer was found.
-enum CorpusAnswer<'a> {
-    /// In the corpus of this digest.
-    Found(&'a Approved, &'a str),
-    /// The corpus of the digest the file names is found, and the item is not in it.
-    NotInCorpus(&'a str),
-    /// No corpus found to check against.
-    Unknown,
-}
-
-impl ExportedAnswers {
-    fn lookup(&self, digest: Option<&str>, item: &str) -> CorpusAnswer<'_> {
-        match digest {
-            Some(d) => match self.corpora.iter().find(|(sha, _)| sha == d) {
-                Some((sha, answers)) => match answers.get(item) {
-                    Some(answer) => CorpusAnswer::Found(answer, sha),
-                    None => CorpusAnswer::NotInCorpus(sha),
-                },
-                None => CorpusAnswer::Unknown,
-            },
-            // An export that named no digest: the one corpus found holding the item, if only
-            // one does.
-            None => {
-                let mut holding = self
-                    .corpora
-                    .iter()
-                    .filter_map(|(sha, answers)| answers.get(item).map(|a| (a, sha.as_str())));
-                match (holding.next(), holding.next()) {
-                    (Some((answer, sha)), None) => CorpusAnswer::Found(answer, sha),
-                    _ => CorpusAnswer::Unknown,
-                }
-            }
-        }
-    }
+    answers: &'a ApprovedCorpora,
 }
 
 impl App {
-    /// The corpora a parsed harness file's exported items may have come from.
+    /// The corpora a parsed harness file's exported items may have come from: those shipped
+    /// inside the binary and the folders the study's runs name.
     async fn exported_answers(
         &self,
         study_id: i64,
         runs: &[ParsedRun],
-    ) -> Result<ExportedAnswers, AppError> {
+    ) -> Result<ApprovedCorpora, AppError> {
         let rows = || {
             runs.iter()
                 .flat_map(|r| &r.harness)
                 .filter(|h| h.expected.is_some())
         };
         if rows().next().is_none() {
-            return Ok(ExportedAnswers::default());
+            return Ok(ApprovedCorpora::default());
         }
         // The corpus folders the study's runs name, by digest.
         let mut refs: Vec<kvgate_store::study_input::CorpusRef> = Vec::new();
@@ -1524,7 +1473,7 @@ impl App {
         }
         wanted.sort();
         wanted.dedup();
-        let mut out = ExportedAnswers::default();
+        let mut out = ApprovedCorpora::default();
         for digest in wanted {
             let corpus = refs
                 .iter()
@@ -1536,22 +1485,21 @@ impl App {
                     seed: None,
                 });
             if let Ok(items) = crate::fixtures::corpus_for_digests(&corpus) {
-                let answers = items
-                    .into_iter()
-                    .map(|i| {
+                out.add(
+                    digest,
+                    items.into_iter().map(|i| {
                         // Written as the harness's own chat is read, by the same code.
                         let messages = serde_json::to_value(&i.messages).unwrap_or_default();
                         let prompt =
                             kvgate_formats::import::HarnessReference::from_values(&messages, None)
                                 .prompt;
-                        let approved = Approved {
+                        let approved = ApprovedItem {
                             expected: i.expected,
                             prompt,
                         };
                         (i.id, approved)
-                    })
-                    .collect();
-                out.corpora.push((digest, answers));
+                    }),
+                );
             }
         }
         Ok(out)
@@ -1573,7 +1521,7 @@ fn harness_verdicts(
     read: &ReadFile,
     run: &ParsedRun,
     policy: Option<&kvgate_core::policy::Policy>,
-    answers: &ExportedAnswers,
+    answers: &ApprovedCorpora,
     warnings: &mut Vec<ImportWarning>,
 ) -> Result<Option<HarnessJudgement>, AppError> {
     use kvgate_core::validator::{validate, ResponseOutcome, ValidatorPolicy};
@@ -1596,31 +1544,17 @@ fn harness_verdicts(
     let mut unchecked = 0u64;
     for (h, record) in run.harness.iter().zip(&run.requests) {
         if let (Some(expected), Some(item)) = (&h.expected, &record.item_id) {
-            match answers.lookup(h.corpus_sha256.as_deref(), item) {
-                CorpusAnswer::Found(approved, sha) if &approved.expected != expected => {
-                    return Err(invalid(format!(
-                        "{}, {}, field `expected_answer`: expected the approved answer of item {item} in corpus {sha}, {}, found {}: the file does not carry the corpus's answer",
-                        read.source_name,
-                        h.at,
-                        serde_json::to_string(&approved.expected).unwrap_or_default(),
-                        serde_json::to_string(expected).unwrap_or_default(),
-                    )));
+            match answers.check(
+                h.corpus_sha256.as_deref(),
+                item,
+                expected,
+                &h.reference.prompt,
+            ) {
+                ExportCheck::Matches => {}
+                ExportCheck::Unchecked => unchecked += 1,
+                ExportCheck::Differs(what) => {
+                    return Err(invalid(format!("{}, {}, {what}", read.source_name, h.at)));
                 }
-                // The chat the harness sent, message by message, is the corpus's.
-                CorpusAnswer::Found(approved, sha) if h.reference.prompt != approved.prompt => {
-                    return Err(invalid(format!(
-                        "{}, {}, prompt: expected the chat messages of item {item} as corpus {sha} holds them, found others: not the approved prompt",
-                        read.source_name, h.at
-                    )));
-                }
-                CorpusAnswer::Found(..) => {}
-                CorpusAnswer::NotInCorpus(sha) => {
-                    return Err(invalid(format!(
-                        "{}, {}, field `kvgate_item`: expected an item of corpus {sha}, found {item}, which it does not hold",
-                        read.source_name, h.at
-                    )));
-                }
-                CorpusAnswer::Unknown => unchecked += 1,
             }
         }
         let verdict = match &h.expected {

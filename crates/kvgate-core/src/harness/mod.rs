@@ -13,6 +13,7 @@
 //! ([`harness_prompt_sha256`]) covers the harness, the task, the prompt as the harness hashed or
 //! sent it, and the generation settings: a prompt or a setting that differs is not a pair.
 
+pub mod approved;
 pub mod export;
 
 use schemars::JsonSchema;
