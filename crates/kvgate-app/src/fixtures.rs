@@ -32,8 +32,8 @@ pub struct GenerateFixtures {
     pub preset: Preset,
     pub split: Split,
     pub per_stratum: usize,
-    /// The task types to generate (default: the four single extractions); `variable_tracking`
-    /// adds the multi-hop renumbering items.
+    /// The task types to generate (default: the four single extractions); the long-context
+    /// types are `variable_tracking`, `multi_key`, `multi_value` and `aggregation`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_types: Option<Vec<TaskType>>,
     /// A `tokenizer.json` to count with instead of the pinned one.

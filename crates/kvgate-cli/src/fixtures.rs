@@ -64,7 +64,8 @@ pub enum FixturesCommand {
         #[arg(long, value_enum, default_value = "evaluation")]
         split: SplitArg,
         /// Task types to generate, comma-separated (default: literal, numeric, multi_document,
-        /// business_rule); variable_tracking adds multi-hop renumbering items
+        /// business_rule); the long-context types are variable_tracking, multi_key, multi_value and
+        /// aggregation
         #[arg(long, value_delimiter = ',', value_parser = task_type_parser())]
         task_types: Vec<TaskType>,
     },

@@ -8,8 +8,8 @@ import type { TaskType } from "./TaskType";
  */
 export type GenerateFixtures = { seed: number, preset: Preset, split: Split, per_stratum: number, 
 /**
- * The task types to generate (default: the four single extractions); `variable_tracking`
- * adds the multi-hop renumbering items.
+ * The task types to generate (default: the four single extractions); the long-context
+ * types are `variable_tracking`, `multi_key`, `multi_value` and `aggregation`.
  */
 task_types?: Array<TaskType>, 
 /**
