@@ -186,6 +186,33 @@ impl Decimal {
         }
     }
 
+    /// `mantissa × 10^-scale` for a wide mantissa (a tolerance's bounds).
+    pub fn from_scaled_i128(mantissa: i128, scale: u32) -> Decimal {
+        let digits = mantissa.unsigned_abs().to_string();
+        Decimal::normalised(mantissa < 0, &digits, -i64::from(scale))
+    }
+
+    /// The digits after the decimal point this value needs (0 for an integer).
+    pub fn scale(&self) -> u32 {
+        u32::try_from((-self.exponent).max(0)).unwrap_or(u32::MAX)
+    }
+
+    /// This value as `mantissa × 10^-scale`, when that mantissa has at most 36 digits; `None`
+    /// when the value needs more digits after the point than `scale`, or is too large.
+    pub fn to_scaled_i128(&self, scale: u32) -> Option<i128> {
+        if self.is_zero() {
+            return Some(0);
+        }
+        let shift = self.exponent.checked_add(i64::from(scale))?;
+        if shift < 0 || self.digits.len() as i64 + shift > 36 {
+            return None;
+        }
+        let mut text = self.digits.clone();
+        text.extend(std::iter::repeat_n('0', shift as usize));
+        let magnitude: i128 = text.parse().ok()?;
+        Some(if self.negative { -magnitude } else { magnitude })
+    }
+
     /// The nearest `f64`, for places that can only carry a binary float (a JSON number in
     /// `items.jsonl`); exact for the short decimals the fixture generator writes.
     pub fn to_f64(&self) -> f64 {
@@ -209,6 +236,38 @@ impl Decimal {
         }
         // `{:e}` prints the shortest round-tripping digits in scientific notation, e.g. `1.25e1`.
         Decimal::parse_json_number(&format!("{value:e}"))
+    }
+}
+
+/// Exact numeric order: no rounding, whatever the exponents.
+impl Ord for Decimal {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        use std::cmp::Ordering;
+        let magnitude = |a: &Decimal, b: &Decimal| match (a.is_zero(), b.is_zero()) {
+            (true, true) => Ordering::Equal,
+            (true, false) => Ordering::Less,
+            (false, true) => Ordering::Greater,
+            (false, false) => {
+                // Where the leading digit stands, then the digits (no trailing zeros, so a
+                // prefix is the smaller).
+                let lead = |d: &Decimal| d.digits.len() as i64 + d.exponent;
+                lead(a)
+                    .cmp(&lead(b))
+                    .then_with(|| a.digits.as_bytes().cmp(b.digits.as_bytes()))
+            }
+        };
+        match (self.negative, other.negative) {
+            (false, true) => Ordering::Greater,
+            (true, false) => Ordering::Less,
+            (false, false) => magnitude(self, other),
+            (true, true) => magnitude(other, self),
+        }
+    }
+}
+
+impl PartialOrd for Decimal {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
     }
 }
 

@@ -10,6 +10,7 @@
 //! path `answers[i]`. Timeouts, transport errors and empty outputs are verdicts
 //! too, so they stay in every denominator. A rejected verdict lists every reason that applies.
 
+mod checks;
 mod decimal;
 mod json;
 
@@ -19,6 +20,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
+pub use checks::{
+    judge, AnswerCheck, ExactTextCheck, JsonFieldsCheck, NumberCheck, RefusalCheck, RegexCheck,
+};
 pub use decimal::Decimal;
 use json::{Node, Value};
 
