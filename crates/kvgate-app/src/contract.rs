@@ -178,6 +178,9 @@ pub fn write_schemas(dir: &Path) -> Result<(), String> {
     one::<Manifest>(dir, "manifest.schema.json")?;
     one::<FixtureItem>(dir, "fixture-item.schema.json")?;
     one::<CorpusMeta>(dir, "corpus.schema.json")?;
+    one::<kvgate_core::fixtures::team::TeamItemInput>(dir, "team-item-input.schema.json")?;
+    one::<kvgate_core::fixtures::team::TeamItem>(dir, "team-item.schema.json")?;
+    one::<kvgate_core::fixtures::team::TeamCorpusMeta>(dir, "team-corpus.schema.json")?;
     one::<Verdict>(dir, "verdict.schema.json")?;
     one::<kvgate_core::run::RequestRecord>(dir, "run-record.schema.json")?;
     one::<kvgate_core::policy::Policy>(dir, "policy.schema.json")?;

@@ -3,9 +3,12 @@
 
 use std::path::{Path, PathBuf};
 
+use kvgate_core::fixtures::team::{
+    import_team_items, OtherCorpus, TeamCorpusMeta, TeamItem, TEAM_CORPUS_KIND,
+};
 use kvgate_core::fixtures::{
-    check_disjoint, generate_corpus, render_corpus_json, sha256_hex, CorpusMeta, DisjointReport,
-    FixtureItem, FixtureOptions, Preset, Split, TaskType,
+    check_disjoint, generate_corpus, render_corpus_json, sha256_hex, ApprovedPrompt, CorpusItem,
+    CorpusMeta, DisjointReport, FixtureItem, FixtureOptions, Preset, Split, TaskType, TokenCounter,
 };
 use kvgate_core::validator::{validate, ExpectedAnswer, ResponseOutcome, ValidatorPolicy, Verdict};
 use kvgate_formats::tokenizer::PinnedTokenizer;
@@ -93,9 +96,41 @@ pub fn default_load_corpus(seed: u64) -> Result<LoadedCorpus, AppError> {
 /// place, so a failure or an interruption leaves no half-written corpus.
 pub fn generate_fixtures(req: &GenerateFixtures) -> Result<LoadedCorpus, AppError> {
     let out = PathBuf::from(&req.out_dir);
+    require_new_folder(&out)?;
+    let counter = token_counter(
+        req.tokenizer_path.as_deref(),
+        req.chat_template_path.as_deref(),
+    )?;
+    let options = FixtureOptions {
+        split: req.split,
+        per_stratum: req.per_stratum,
+        task_types: req
+            .task_types
+            .clone()
+            .unwrap_or_else(kvgate_core::fixtures::extraction_task_types),
+    };
+    let corpus = generate_corpus(counter.as_ref(), req.seed, req.preset, &options)
+        .map_err(|e| AppError::new(ErrorCode::InvalidInput, e.to_string()))?;
+
+    write_corpus_folder(
+        &out,
+        &[
+            (ITEMS_FILE, corpus.items_jsonl()),
+            (CORPUS_FILE, render_corpus_json(&corpus.meta)),
+        ],
+    )?;
+    Ok(LoadedCorpus {
+        dir: out.display().to_string(),
+        meta: corpus.meta,
+        items: corpus.items,
+    })
+}
+
+/// A corpus is never overwritten: its folder must be new or empty.
+fn require_new_folder(out: &Path) -> Result<(), AppError> {
     if out.exists() {
-        let empty = std::fs::read_dir(&out)
-            .map_err(|e| io_error(&out, "read the output folder", e))?
+        let empty = std::fs::read_dir(out)
+            .map_err(|e| io_error(out, "read the output folder", e))?
             .next()
             .is_none();
         if !empty {
@@ -108,51 +143,133 @@ pub fn generate_fixtures(req: &GenerateFixtures) -> Result<LoadedCorpus, AppErro
             ));
         }
     }
-    let tokenizer = load_tokenizer(req.tokenizer_path.as_deref().map(Path::new))?;
-    let options = FixtureOptions {
-        split: req.split,
-        per_stratum: req.per_stratum,
-        task_types: req
-            .task_types
-            .clone()
-            .unwrap_or_else(kvgate_core::fixtures::extraction_task_types),
-    };
-    let corpus = match &req.chat_template_path {
-        None => generate_corpus(&tokenizer, req.seed, req.preset, &options),
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| io_error(Path::new(path), "read the chat template", e))?;
-            let template = kvgate_formats::chat_template::ChatTemplate::new(path, &text)
-                .map_err(|e| AppError::new(ErrorCode::InvalidInput, e))?;
-            let counter = kvgate_formats::chat_template::TemplatedTokenizer {
-                tokenizer,
-                template,
-            };
-            generate_corpus(&counter, req.seed, req.preset, &options)
-        }
-    }
-    .map_err(|e| AppError::new(ErrorCode::InvalidInput, e.to_string()))?;
+    Ok(())
+}
 
+/// Writes a corpus's files into a temporary sibling of `out` and renames it into place, so a
+/// failure or an interruption leaves no half-written corpus.
+fn write_corpus_folder(out: &Path, files: &[(&str, Vec<u8>)]) -> Result<(), AppError> {
     let parent = out
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent).map_err(|e| io_error(parent, "create the folder", e))?;
     let staging = tempfile_dir_in(parent)?;
-    let write = |name: &str, bytes: &[u8]| {
+    for (name, bytes) in files {
         let path = staging.join(name);
-        std::fs::write(&path, bytes).map_err(|e| io_error(&path, "write", e))
-    };
-    write(ITEMS_FILE, &corpus.items_jsonl())?;
-    write(CORPUS_FILE, &render_corpus_json(&corpus.meta))?;
-    if out.exists() {
-        std::fs::remove_dir(&out).map_err(|e| io_error(&out, "replace the empty folder", e))?;
+        if let Err(e) = std::fs::write(&path, bytes) {
+            let _ = std::fs::remove_dir_all(&staging);
+            return Err(io_error(&path, "write", e));
+        }
     }
-    std::fs::rename(&staging, &out).map_err(|e| {
+    if out.exists() {
+        std::fs::remove_dir(out).map_err(|e| io_error(out, "replace the empty folder", e))?;
+    }
+    std::fs::rename(&staging, out).map_err(|e| {
         let _ = std::fs::remove_dir_all(&staging);
-        io_error(&out, "move the corpus into place", e)
-    })?;
-    Ok(LoadedCorpus {
+        io_error(out, "move the corpus into place", e)
+    })
+}
+
+/// The token counter a corpus is counted with: the pinned tokenizer or the one at
+/// `tokenizer_path`, rendering with ChatML or the Jinja chat template at `chat_template_path`.
+fn token_counter(
+    tokenizer_path: Option<&str>,
+    chat_template_path: Option<&str>,
+) -> Result<Box<dyn TokenCounter>, AppError> {
+    let tokenizer = load_tokenizer(tokenizer_path.map(Path::new))?;
+    Ok(match chat_template_path {
+        None => Box::new(tokenizer),
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| io_error(Path::new(path), "read the chat template", e))?;
+            let template = kvgate_formats::chat_template::ChatTemplate::new(path, &text)
+                .map_err(|e| AppError::new(ErrorCode::InvalidInput, e))?;
+            Box::new(kvgate_formats::chat_template::TemplatedTokenizer {
+                tokenizer,
+                template,
+            })
+        }
+    })
+}
+
+/// What importing a team's own approved prompts takes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, JsonSchema)]
+#[ts(optional_fields)]
+pub struct ImportFixtures {
+    /// The team's JSONL file: one item per line (`id`, `messages`, `labels`, `check`,
+    /// `evidence`).
+    pub file: String,
+    pub split: Split,
+    /// The corpus folder to create; it must not exist yet or be empty.
+    pub out_dir: String,
+    /// Corpora (generated or a team's) the prompts must not overlap, e.g. the calibration set.
+    #[serde(default)]
+    pub disjoint_from: Vec<String>,
+    /// A `tokenizer.json` to count with instead of the pinned one (the cell's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokenizer_path: Option<String>,
+    /// The model's chat template (Jinja) to render prompts with instead of ChatML.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat_template_path: Option<String>,
+}
+
+/// Imports a team's own approved prompts into a new corpus folder. Every problem of the file is
+/// reported at once, each with its line and JSON path; nothing is written unless all is well.
+pub fn import_fixtures(req: &ImportFixtures) -> Result<LoadedTeamCorpus, AppError> {
+    let out = PathBuf::from(&req.out_dir);
+    require_new_folder(&out)?;
+    let path = Path::new(&req.file);
+    let bytes = std::fs::read(path).map_err(|e| io_error(path, "read", e))?;
+    let counter = token_counter(
+        req.tokenizer_path.as_deref(),
+        req.chat_template_path.as_deref(),
+    )?;
+    let others: Vec<RunCorpus> = req
+        .disjoint_from
+        .iter()
+        .map(|dir| open_run_corpus(Path::new(dir)))
+        .collect::<Result<_, _>>()?;
+    let others: Vec<OtherCorpus<'_>> = others
+        .iter()
+        .map(|c| OtherCorpus {
+            items_sha256: c.meta.items_sha256.clone(),
+            split: c.meta.split,
+            prompts: c.items.iter().map(|i| (i.id(), i.messages())).collect(),
+        })
+        .collect();
+    let name = path
+        .file_name()
+        .map_or_else(|| req.file.clone(), |n| n.to_string_lossy().into_owned());
+    let corpus = import_team_items(&name, &bytes, req.split, counter.as_ref(), &others).map_err(
+        |problems| {
+            const SHOWN: usize = 20;
+            let mut lines: Vec<String> = problems
+                .iter()
+                .take(SHOWN)
+                .map(|p| format!("{}, {p}", path.display()))
+                .collect();
+            if problems.len() > SHOWN {
+                lines.push(format!("… and {} more", problems.len() - SHOWN));
+            }
+            AppError::new(
+                ErrorCode::InvalidInput,
+                format!(
+                    "{} problem(s); nothing was written:\n{}",
+                    problems.len(),
+                    lines.join("\n")
+                ),
+            )
+        },
+    )?;
+    let mut meta_json = serde_json::to_vec_pretty(&corpus.meta)
+        .map_err(|e| AppError::new(ErrorCode::Internal, e.to_string()))?;
+    meta_json.push(b'\n');
+    write_corpus_folder(
+        &out,
+        &[(ITEMS_FILE, corpus.items_jsonl()), (CORPUS_FILE, meta_json)],
+    )?;
+    Ok(LoadedTeamCorpus {
         dir: out.display().to_string(),
         meta: corpus.meta,
         items: corpus.items,
@@ -319,32 +436,40 @@ fn tempfile_dir_in(parent: &Path) -> Result<PathBuf, AppError> {
     ))
 }
 
-/// Opens a corpus folder and checks `items.jsonl` against the digest in `corpus.json`.
-pub fn open_corpus(dir: &Path) -> Result<LoadedCorpus, AppError> {
+/// Reads `corpus.json` of a folder as `T`.
+fn read_meta<T: serde::de::DeserializeOwned>(dir: &Path, what: &str) -> Result<T, AppError> {
     let meta_path = dir.join(CORPUS_FILE);
-    let items_path = dir.join(ITEMS_FILE);
     let meta_text =
         std::fs::read_to_string(&meta_path).map_err(|e| io_error(&meta_path, "read", e))?;
-    let meta: CorpusMeta = serde_json::from_str(&meta_text).map_err(|e| {
+    serde_json::from_str(&meta_text).map_err(|e| {
         AppError::new(
             ErrorCode::InvalidInput,
             format!(
-                "{}, line {} column {}: expected corpus metadata, found: {e}",
+                "{}, line {} column {}: expected {what}, found: {e}",
                 meta_path.display(),
                 e.line(),
                 e.column()
             ),
         )
-    })?;
+    })
+}
+
+/// Reads `items.jsonl` of a folder, one `T` per line, after checking its bytes against the
+/// digest `corpus.json` records.
+fn read_items<T: serde::de::DeserializeOwned>(
+    dir: &Path,
+    items_sha256: &str,
+    what: &str,
+) -> Result<Vec<T>, AppError> {
+    let items_path = dir.join(ITEMS_FILE);
     let bytes = std::fs::read(&items_path).map_err(|e| io_error(&items_path, "read", e))?;
     let found = sha256_hex(&bytes);
-    if found != meta.items_sha256 {
+    if found != items_sha256 {
         return Err(AppError::new(
             ErrorCode::InvalidInput,
             format!(
-                "{}: expected sha256 {} (from corpus.json items_sha256), found {found}",
+                "{}: expected sha256 {items_sha256} (from corpus.json items_sha256), found {found}",
                 items_path.display(),
-                meta.items_sha256
             ),
         ));
     }
@@ -356,11 +481,11 @@ pub fn open_corpus(dir: &Path) -> Result<LoadedCorpus, AppError> {
     })?;
     let mut items = Vec::new();
     for (n, line) in text.lines().enumerate() {
-        let item: FixtureItem = serde_json::from_str(line).map_err(|e| {
+        let item: T = serde_json::from_str(line).map_err(|e| {
             AppError::new(
                 ErrorCode::InvalidInput,
                 format!(
-                    "{}, line {}, column {}: expected a fixture item, found: {e}",
+                    "{}, line {}, column {}: expected {what}, found: {e}",
                     items_path.display(),
                     n + 1,
                     e.column()
@@ -369,11 +494,126 @@ pub fn open_corpus(dir: &Path) -> Result<LoadedCorpus, AppError> {
         })?;
         items.push(item);
     }
+    Ok(items)
+}
+
+/// Whether a corpus folder holds a team's corpus (`corpus.json` says `"kind": "team"`).
+fn is_team_corpus(dir: &Path) -> Result<bool, AppError> {
+    let meta: serde_json::Value = read_meta(dir, "corpus metadata")?;
+    Ok(meta.get("kind").and_then(|k| k.as_str()) == Some(TEAM_CORPUS_KIND))
+}
+
+/// Opens a corpus folder and checks `items.jsonl` against the digest in `corpus.json`.
+pub fn open_corpus(dir: &Path) -> Result<LoadedCorpus, AppError> {
+    if is_team_corpus(dir)? {
+        return Err(AppError::new(
+            ErrorCode::InvalidInput,
+            format!(
+                "{}: expected a generated corpus, found a team's corpus (kind team); it is \
+                 opened as one",
+                dir.join(CORPUS_FILE).display()
+            ),
+        ));
+    }
+    let meta: CorpusMeta = read_meta(dir, "corpus metadata")?;
+    let items = read_items(dir, &meta.items_sha256, "a fixture item")?;
     Ok(LoadedCorpus {
         dir: dir.display().to_string(),
         meta,
         items,
     })
+}
+
+/// A team's corpus on disk: its folder, metadata and items, its digest verified.
+#[derive(Debug, Clone, PartialEq, Serialize, TS, JsonSchema)]
+pub struct LoadedTeamCorpus {
+    pub dir: String,
+    pub meta: TeamCorpusMeta,
+    pub items: Vec<TeamItem>,
+}
+
+/// Opens a team's corpus folder (written by [`import_fixtures`]) and checks its digest.
+pub fn open_team_corpus(dir: &Path) -> Result<LoadedTeamCorpus, AppError> {
+    let meta: TeamCorpusMeta = read_meta(dir, "a team corpus's metadata")?;
+    if meta.kind != TEAM_CORPUS_KIND || meta.synthetic {
+        return Err(AppError::new(
+            ErrorCode::InvalidInput,
+            format!(
+                "{}: expected kind \"team\" and synthetic false, found kind {:?}, synthetic {}",
+                dir.join(CORPUS_FILE).display(),
+                meta.kind,
+                meta.synthetic
+            ),
+        ));
+    }
+    let items = read_items(dir, &meta.items_sha256, "a team item")?;
+    Ok(LoadedTeamCorpus {
+        dir: dir.display().to_string(),
+        meta,
+        items,
+    })
+}
+
+/// What a run records of its corpus and checks against its cell, whichever kind it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunCorpusMeta {
+    pub tokenizer_sha256: String,
+    pub chat_template: String,
+    pub items_sha256: String,
+    pub item_count: usize,
+    pub synthetic: bool,
+    pub split: Split,
+}
+
+/// A corpus a run sends: generated or a team's.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunCorpus {
+    pub dir: String,
+    pub meta: RunCorpusMeta,
+    pub items: Vec<CorpusItem>,
+}
+
+impl From<LoadedCorpus> for RunCorpus {
+    fn from(c: LoadedCorpus) -> Self {
+        RunCorpus {
+            dir: c.dir,
+            meta: RunCorpusMeta {
+                tokenizer_sha256: c.meta.tokenizer_sha256,
+                chat_template: c.meta.chat_template,
+                items_sha256: c.meta.items_sha256,
+                item_count: c.meta.item_count,
+                synthetic: c.meta.synthetic,
+                split: c.meta.split,
+            },
+            items: c.items.into_iter().map(CorpusItem::Generated).collect(),
+        }
+    }
+}
+
+impl From<LoadedTeamCorpus> for RunCorpus {
+    fn from(c: LoadedTeamCorpus) -> Self {
+        RunCorpus {
+            dir: c.dir,
+            meta: RunCorpusMeta {
+                tokenizer_sha256: c.meta.tokenizer_sha256,
+                chat_template: c.meta.chat_template,
+                items_sha256: c.meta.items_sha256,
+                item_count: c.meta.item_count,
+                synthetic: c.meta.synthetic,
+                split: c.meta.split,
+            },
+            items: c.items.into_iter().map(CorpusItem::Team).collect(),
+        }
+    }
+}
+
+/// Opens a corpus folder of either kind for a run.
+pub fn open_run_corpus(dir: &Path) -> Result<RunCorpus, AppError> {
+    if is_team_corpus(dir)? {
+        open_team_corpus(dir).map(RunCorpus::from)
+    } else {
+        open_corpus(dir).map(RunCorpus::from)
+    }
 }
 
 /// The corpora of the recorded runs shipped inside the binary (the demo study's, `kvgate fixtures

@@ -7,7 +7,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use kvgate_core::fixtures::FixtureItem;
+use kvgate_core::fixtures::team::TeamItem;
+use kvgate_core::fixtures::{CorpusItem, FixtureItem};
 use kvgate_core::policy::{ItemStrata, SegmentFilter};
 use kvgate_core::review::{
     candidate_is_a, map_label, pair_id, parse_pair_id, verify_chain, AdjudicationLabel, AuditEvent,
@@ -75,6 +76,10 @@ pub struct ReviewPair {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub harness: Option<HarnessItem>,
+    /// For a team's own prompt: its labels, chat, check and evidence, from its corpus.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub team: Option<TeamReviewItem>,
     /// The current label, when labelled.
     pub label: Option<AdjudicationLabel>,
     pub note: Option<String>,
@@ -98,6 +103,35 @@ pub struct HarnessItem {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub expected: Option<ExpectedAnswer>,
+}
+
+/// A team's own prompt as the reviewer reads it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, JsonSchema)]
+pub struct TeamReviewItem {
+    /// The id in the team's file.
+    pub source_id: String,
+    pub labels: std::collections::BTreeMap<String, String>,
+    pub messages: Vec<kvgate_core::fixtures::ChatMessage>,
+    pub token_count: usize,
+    /// How an answer is judged, said for people (`AnswerCheck::describe`).
+    pub target: String,
+    pub check: kvgate_core::validator::AnswerCheck,
+    /// The passages the answer comes from, when the team named them: located in the prompt.
+    pub evidence: Vec<String>,
+}
+
+impl From<&TeamItem> for TeamReviewItem {
+    fn from(t: &TeamItem) -> Self {
+        TeamReviewItem {
+            source_id: t.source_id.clone(),
+            labels: t.labels.clone(),
+            messages: t.messages.clone(),
+            token_count: t.token_count,
+            target: t.check.describe(),
+            check: t.check.clone(),
+            evidence: t.evidence.clone(),
+        }
+    }
 }
 
 /// The queue of a study.
@@ -434,7 +468,7 @@ pub struct ReviewCounts {
 type CorpusKey = (String, String);
 
 /// The items of a corpus folder by id, when its items digest is the one a run recorded.
-type CorpusItems = Arc<HashMap<String, FixtureItem>>;
+type CorpusItems = Arc<HashMap<String, CorpusItem>>;
 
 /// The last corpus a pair was shown from: consecutive pairs come from the same one.
 #[derive(Clone, Default)]
@@ -459,7 +493,7 @@ impl ReviewCorpus {
                 return Ok(items.clone());
             }
         }
-        let c = crate::fixtures::open_corpus(Path::new(&key.0))
+        let c = crate::fixtures::open_run_corpus(Path::new(&key.0))
             .map_err(|e| format!("corpus {} not readable: {}", key.0, e.message))?;
         if c.meta.items_sha256 != key.1 {
             return Err(format!(
@@ -467,7 +501,12 @@ impl ReviewCorpus {
                 key.0, c.meta.items_sha256, key.1
             ));
         }
-        let items: CorpusItems = Arc::new(c.items.into_iter().map(|i| (i.id.clone(), i)).collect());
+        let items: CorpusItems = Arc::new(
+            c.items
+                .into_iter()
+                .map(|i| (i.id().to_owned(), i))
+                .collect(),
+        );
         // An unreadable corpus is not kept: it is read again, in case it was put back.
         *self.0.lock().expect("review corpus") = Some((key.clone(), items.clone()));
         Ok(items)
@@ -785,18 +824,24 @@ impl App {
                 needles: kvgate_core::harness::target_needles(&r.target),
                 expected: serde_json::from_str(&r.target).ok(),
             });
-        let (item_full, item_note) = match &y.corpus {
+        let (item_full, team, item_note) = match &y.corpus {
             None if harness.is_some() => (
+                None,
                 None,
                 Some("an evaluation harness's item: its prompt and target below are as the harness recorded them".to_owned()),
             ),
-            None => (None, Some("the run recorded no corpus".to_owned())),
+            None => (None, None, Some("the run recorded no corpus".to_owned())),
             Some(key) => match self.review_corpus.items(key) {
                 Ok(map) => match map.get(item) {
-                    Some(i) => (Some(i.clone()), None),
-                    None => (None, Some(format!("item {item} not in the corpus"))),
+                    Some(CorpusItem::Generated(i)) => (Some(i.clone()), None, None),
+                    Some(CorpusItem::Team(t)) => (
+                        None,
+                        Some(TeamReviewItem::from(t)),
+                        Some("the team's own prompt: its labels, chat and check below are as its corpus holds them".to_owned()),
+                    ),
+                    None => (None, None, Some(format!("item {item} not in the corpus"))),
                 },
-                Err(e) => (None, Some(e)),
+                Err(e) => (None, None, Some(e)),
             },
         };
         let (a, b) = if cand_a {
@@ -815,6 +860,7 @@ impl App {
             item: item_full,
             item_note,
             harness,
+            team,
             label: label.and_then(|l| AdjudicationLabel::parse(&l.label)),
             note: label.map(|l| l.note.clone()),
             candidate_is_a: label.map(|_| cand_a),

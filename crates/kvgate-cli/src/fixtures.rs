@@ -4,8 +4,8 @@ use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Subcommand, ValueEnum};
 use kvgate_app::domain::fixtures::{Preset, Split, TaskType};
 use kvgate_app::fixtures::{
-    check_corpora, export_fixtures, generate_fixtures, open_corpus, ExportFixtures, ExportFormat,
-    GenerateFixtures,
+    check_corpora, export_fixtures, generate_fixtures, import_fixtures, open_corpus,
+    open_team_corpus, ExportFixtures, ExportFormat, GenerateFixtures, ImportFixtures,
 };
 use kvgate_app::AppError;
 
@@ -68,6 +68,32 @@ pub enum FixturesCommand {
         /// aggregation
         #[arg(long, value_delimiter = ',', value_parser = task_type_parser())]
         task_types: Vec<TaskType>,
+    },
+    /// Import a team's own approved prompts (JSONL: one item per line with `id`, `messages`,
+    /// `labels`, `check` and optional `evidence`) into a new corpus folder, counted with the
+    /// cell's tokenizer and template. Checks: json_fields, exact_text, number (value, tolerance),
+    /// regex (whole response), refusal. Every bad line is named; nothing is written unless all
+    /// lines are good and no prompt overlaps a corpus given with --disjoint-from
+    Import {
+        /// The team's item file
+        file: PathBuf,
+        #[arg(long, value_enum)]
+        split: SplitArg,
+        /// Folder to create (must not exist or be empty)
+        #[arg(long)]
+        out: PathBuf,
+        /// A corpus the prompts must not overlap (normalized text), e.g. the calibration set;
+        /// repeatable
+        #[arg(long, value_name = "DIR")]
+        disjoint_from: Vec<PathBuf>,
+        /// tokenizer.json to count tokens with (default: the pinned SmolLM2-135M-Instruct tokenizer)
+        #[arg(long)]
+        tokenizer: Option<PathBuf>,
+        /// The model's chat template (Jinja) to render the prompts with (default: ChatML)
+        #[arg(long, value_name = "FILE")]
+        chat_template: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
     },
     /// Show a corpus's metadata after checking items.jsonl against its digest
     Show {
@@ -140,6 +166,42 @@ pub fn run(cmd: FixturesCommand) -> Result<Outcome, AppError> {
             );
             Ok(Outcome::Success)
         }
+        FixturesCommand::Import {
+            file,
+            split,
+            out,
+            disjoint_from,
+            tokenizer,
+            chat_template,
+            json,
+        } => {
+            let corpus = import_fixtures(&ImportFixtures {
+                file: file.display().to_string(),
+                split: split.into(),
+                out_dir: out.display().to_string(),
+                disjoint_from: disjoint_from
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect(),
+                tokenizer_path: tokenizer.map(|p| p.display().to_string()),
+                chat_template_path: chat_template.map(|p| p.display().to_string()),
+            })?;
+            if json {
+                print_json(&corpus.meta)?;
+            } else {
+                print_team_meta(&corpus.dir, &corpus.meta, "imported");
+            }
+            Ok(Outcome::Success)
+        }
+        FixturesCommand::Show { dir, json } if is_team(&dir) => {
+            let corpus = open_team_corpus(&dir)?;
+            if json {
+                print_json(&corpus.meta)?;
+            } else {
+                print_team_meta(&corpus.dir, &corpus.meta, "verified");
+            }
+            Ok(Outcome::Success)
+        }
         FixturesCommand::Show { dir, json } => {
             let corpus = open_corpus(&dir)?;
             if json {
@@ -202,5 +264,40 @@ pub fn run(cmd: FixturesCommand) -> Result<Outcome, AppError> {
                 Outcome::Failure(1)
             })
         }
+    }
+}
+
+/// Whether a folder's corpus.json names a team's corpus.
+fn is_team(dir: &std::path::Path) -> bool {
+    std::fs::read_to_string(dir.join(kvgate_app::fixtures::CORPUS_FILE))
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .is_some_and(|v| v["kind"] == "team")
+}
+
+fn print_team_meta(dir: &str, m: &kvgate_app::domain::fixtures::team::TeamCorpusMeta, how: &str) {
+    println!(
+        "corpus {dir} (the team's own data, not synthetic; {} split)",
+        m.split
+    );
+    println!("items         {} ({how})", m.item_count);
+    println!(
+        "source        {} (sha256 {})",
+        m.source_file, m.source_sha256
+    );
+    println!("items sha256  {}", m.items_sha256);
+    println!("tokenizer     {}", m.tokenizer_sha256);
+    println!("template      {}", m.chat_template);
+    let checks: Vec<String> = m.checks.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    println!("checks        {}", checks.join(", "));
+    for (key, values) in &m.labels {
+        let values: Vec<String> = values.iter().map(|(v, n)| format!("{v} {n}")).collect();
+        println!("label {key:<8}{}", values.join(", "));
+    }
+    for d in &m.disjoint_from {
+        println!(
+            "disjoint from the {} corpus {} ({} items): no prompt shared",
+            d.split, d.items_sha256, d.item_count
+        );
     }
 }

@@ -736,7 +736,16 @@ pub(crate) fn strata_filter(pairs: &[String]) -> Result<Option<SegmentFilter>, A
                 format!("--only: expected KEY=VALUE, found {pair:?}"),
             ));
         };
-        if map.insert(key.to_string(), value.into()).is_some() {
+        // A team label, as the analysis names its stratum: `label.language=de`.
+        let repeated = match key.strip_prefix("label.") {
+            Some(label) => map
+                .entry("labels")
+                .or_insert_with(|| serde_json::Value::Object(Default::default()))
+                .as_object_mut()
+                .is_some_and(|labels| labels.insert(label.into(), value.into()).is_some()),
+            None => map.insert(key.to_string(), value.into()).is_some(),
+        };
+        if repeated {
             return Err(AppError::new(
                 ErrorCode::InvalidInput,
                 format!("--only: expected each key once, found {key:?} again"),

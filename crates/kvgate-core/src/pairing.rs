@@ -13,7 +13,7 @@ use serde_json::{json, Map, Value};
 use ts_rs::TS;
 
 use crate::canonical::canonical_sha256;
-use crate::fixtures::FixtureItem;
+use crate::fixtures::ApprovedPrompt;
 use crate::manifest::Manifest;
 
 /// Keys a client sets for its endpoint, not part of the prompt: the same prompt served under two
@@ -23,10 +23,10 @@ const ENDPOINT_KEYS: [&str; 3] = ["model", "stream", "stream_options"];
 /// The chat request body for one fixture item under a cell's manifest: the item's messages and
 /// the manifest's decoding parameters, output cap and stop strings. Parameters the manifest
 /// leaves absent are left out, so the pinned engine's defaults apply as the manifest says.
-pub fn chat_body(item: &FixtureItem, manifest: &Manifest) -> Value {
+pub fn chat_body<I: ApprovedPrompt + ?Sized>(item: &I, manifest: &Manifest) -> Value {
     let mut body = Map::new();
     let messages: Vec<Value> = item
-        .messages
+        .messages()
         .iter()
         .map(|m| json!({"role": m.role.as_str(), "content": m.content}))
         .collect();
@@ -74,7 +74,7 @@ pub fn prompt_sha256(body: &Map<String, Value>) -> String {
 
 /// The prompt digest of one fixture item sent under a manifest: what the runner records when it
 /// sends [`chat_body`], recomputed.
-pub fn item_prompt_sha256(item: &FixtureItem, manifest: &Manifest) -> String {
+pub fn item_prompt_sha256<I: ApprovedPrompt + ?Sized>(item: &I, manifest: &Manifest) -> String {
     match chat_body(item, manifest) {
         Value::Object(body) => prompt_sha256(&body),
         _ => unreachable!("chat_body is an object"),
@@ -94,19 +94,19 @@ pub struct ContextOverflow {
 
 /// The items of `items` whose prompt tokens plus the manifest's output cap exceed its context
 /// limit, in the order given. The count is the corpus's own (its tokenizer and chat template).
-pub fn context_overflows<'a>(
-    items: impl IntoIterator<Item = &'a FixtureItem>,
+pub fn context_overflows<'a, I: ApprovedPrompt + 'a>(
+    items: impl IntoIterator<Item = &'a I>,
     manifest: &Manifest,
 ) -> Vec<ContextOverflow> {
     items
         .into_iter()
         .filter(|i| {
-            i.token_count as u64 + u64::from(manifest.output_cap)
+            i.prompt_tokens() as u64 + u64::from(manifest.output_cap)
                 > u64::from(manifest.context_limit)
         })
         .map(|i| ContextOverflow {
-            item: i.id.clone(),
-            prompt_tokens: i.token_count,
+            item: i.item_id().to_owned(),
+            prompt_tokens: i.prompt_tokens(),
             output_cap: manifest.output_cap,
             context_limit: manifest.context_limit,
         })
@@ -316,6 +316,7 @@ pub fn is_output_length_stratum(stratum: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fixtures::FixtureItem;
 
     fn manifest() -> Manifest {
         Manifest::from_json(include_str!(

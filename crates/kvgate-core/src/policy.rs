@@ -158,6 +158,11 @@ pub struct SegmentFilter {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub context_length: Option<String>,
+    /// Labels of a team's own prompts ([`crate::fixtures::team`]), each of which the item must
+    /// carry with this value, e.g. `{"language": "de", "task": "contract"}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub labels: Option<BTreeMap<String, String>>,
 }
 
 /// The strata of one fixture item, as read back from its id.
@@ -260,17 +265,38 @@ impl SegmentFilter {
             || self.answer_kind.is_some()
     }
 
+    /// True when the filter names a team label.
+    pub fn names_labels(&self) -> bool {
+        self.labels.is_some()
+    }
+
     /// Whether an item, by its id and its fixture strata (when it is a fixture item), is in the
-    /// segment. A harness item matches only a filter naming no fixture stratum, and a fixture
-    /// item only one naming no harness stratum; an item with neither strata is in no segment.
+    /// segment. Each kind of item matches only a filter naming no other kind's strata: a fixture
+    /// item no harness stratum or label, a harness item no fixture stratum or label, a team item
+    /// no fixture or harness stratum. An item of no kind is in no segment.
     pub fn matches_item(&self, id: &str, fixture: Option<&ItemStrata>) -> bool {
         if let Some(s) = fixture {
-            return !self.names_harness_strata() && self.matches(s);
+            return !self.names_labels() && self.matches(s);
+        }
+        if let Some(labels) = crate::fixtures::team::team_labels_of(id) {
+            return !self.names_fixture_strata()
+                && !self.names_harness_strata()
+                && self.matches_labels(&labels);
         }
         match crate::harness::HarnessStrata::from_item_id(id) {
-            Some(h) => !self.names_fixture_strata() && self.matches_harness(&h),
+            Some(h) => {
+                !self.names_fixture_strata() && !self.names_labels() && self.matches_harness(&h)
+            }
             None => false,
         }
+    }
+
+    /// Whether a team item carrying `labels` has every label the filter names.
+    pub fn matches_labels(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.labels
+            .iter()
+            .flatten()
+            .all(|(k, v)| labels.get(k) == Some(v))
     }
 
     /// Whether a harness item is in the segment, by its harness strata alone.
@@ -288,6 +314,7 @@ impl SegmentFilter {
 
     pub fn matches(&self, s: &ItemStrata) -> bool {
         !self.names_harness_strata()
+            && !self.names_labels()
             && self.language.is_none_or(|v| v == s.language)
             && self.length_class.is_none_or(|v| v == s.length_class)
             && self.position.is_none_or(|v| v == s.position)
@@ -509,6 +536,30 @@ impl Policy {
                 check_share(format!("segments[{i}].floor"), floor, false, &mut out);
             }
             check_share(format!("segments[{i}].margin"), s.margin, true, &mut out);
+            if let Some(labels) = &s.filter.labels {
+                let path = format!("segments[{i}].filter.labels");
+                if labels.is_empty() {
+                    out.push(problem(&path, "at least one label", "{}"));
+                }
+                if s.filter.names_fixture_strata() || s.filter.names_harness_strata() {
+                    out.push(problem(
+                        &path,
+                        "labels alone (only a team's prompts carry labels, so a filter that also \
+                         names a fixture or harness stratum matches no item)",
+                        "labels beside other strata",
+                    ));
+                }
+                for (k, v) in labels {
+                    use crate::fixtures::team::{valid_label_key, valid_label_value};
+                    if !valid_label_key(k) || !valid_label_value(v) {
+                        out.push(problem(
+                            format!("{path}.{k}"),
+                            "a label key of a–z, 0–9 and _ and a value of 1–48 of A–Z a–z 0–9 _ . + - ≤",
+                            format!("{k}={v}"),
+                        ));
+                    }
+                }
+            }
         }
         out
     }

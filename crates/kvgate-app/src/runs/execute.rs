@@ -226,7 +226,7 @@ impl App {
         study_id: i64,
         manifest_id: i64,
         manifest: &Manifest,
-        selection: &[FixtureItem],
+        selection: &[CorpusItem],
     ) -> Result<LeftToSend, AppError> {
         if input.at_most == Some(0) {
             return Err(invalid("at_most: expected at least 1 item, found 0"));
@@ -240,12 +240,12 @@ impl App {
         } else {
             HashSet::new()
         };
-        let open: Vec<&FixtureItem> = selection
+        let open: Vec<&CorpusItem> = selection
             .iter()
             .filter(|i| {
                 !answered.contains(&(
-                    i.id.clone(),
-                    kvgate_core::pairing::item_prompt_sha256(i, manifest),
+                    i.id().to_owned(),
+                    kvgate_core::pairing::item_prompt_sha256(*i, manifest),
                 ))
             })
             .collect();
@@ -253,7 +253,11 @@ impl App {
         let take = input.at_most.map_or(open.len(), |n| n as usize);
         Ok(LeftToSend {
             answered: answered_count,
-            remaining: open.into_iter().take(take).map(|i| i.id.clone()).collect(),
+            remaining: open
+                .into_iter()
+                .take(take)
+                .map(|i| i.id().to_owned())
+                .collect(),
         })
     }
 
@@ -261,16 +265,11 @@ impl App {
     /// those answered already, and those a run would send now. Nothing is stored or sent.
     pub async fn quality_left(&self, input: &QualityRunInput) -> Result<QualityLeft, AppError> {
         let stored = self.require_frozen(input.study_id, &input.cell).await?;
-        let corpus = open_corpus(Path::new(&input.corpus_dir))?;
+        let corpus = open_run_corpus(Path::new(&input.corpus_dir))?;
         let only = input.only.clone().unwrap_or_default();
-        let eligible: Vec<FixtureItem> = corpus
-            .items
-            .iter()
-            .filter(|i| ItemStrata::from_item_id(&i.id).is_some_and(|s| only.matches(&s)))
-            .cloned()
-            .collect();
+        let eligible = eligible_items(&corpus, &only);
         let limit = input.limit.map(|l| l as usize).unwrap_or(eligible.len());
-        let selection: Vec<FixtureItem> = balanced_subset(&eligible, limit)
+        let selection: Vec<CorpusItem> = CorpusItem::balanced_subset(&eligible, limit)
             .into_iter()
             .cloned()
             .collect();
@@ -293,7 +292,7 @@ impl App {
     async fn check_quality_input(&self, input: &QualityRunInput) -> Result<(), AppError> {
         self.require_frozen(input.study_id, &input.cell).await?;
         read_startup_log(input.startup_log.as_deref())?;
-        open_corpus(Path::new(&input.corpus_dir))?;
+        open_run_corpus(Path::new(&input.corpus_dir))?;
         Ok(())
     }
 
@@ -333,7 +332,7 @@ impl App {
                 deadline_s: input.request_deadline_s,
             })
             .await?;
-        let corpus = open_corpus(Path::new(&input.corpus_dir))?;
+        let corpus = open_run_corpus(Path::new(&input.corpus_dir))?;
         let repeats = input.repeats.unwrap_or(1);
         if repeats == 0 {
             return Err(invalid("repeats: expected at least 1, found 0"));
@@ -344,12 +343,7 @@ impl App {
         }
         let seed = input.seed.unwrap_or(1);
         let only = input.only.clone().unwrap_or_default();
-        let eligible: Vec<FixtureItem> = corpus
-            .items
-            .iter()
-            .filter(|i| ItemStrata::from_item_id(&i.id).is_some_and(|s| only.matches(&s)))
-            .cloned()
-            .collect();
+        let eligible = eligible_items(&corpus, &only);
         if eligible.is_empty() {
             return Err(invalid(format!(
                 "only: expected strata matching at least one of the corpus's {} items, found none matching {}",
@@ -361,17 +355,17 @@ impl App {
         if limit == 0 {
             return Err(invalid("limit: expected at least 1 item, found 0"));
         }
-        let selection: Vec<FixtureItem> = balanced_subset(&eligible, limit)
+        let selection: Vec<CorpusItem> = CorpusItem::balanced_subset(&eligible, limit)
             .into_iter()
             .cloned()
             .collect();
-        let selected: Vec<String> = selection.iter().map(|i| i.id.clone()).collect();
+        let selected: Vec<String> = selection.iter().map(|i| i.id().to_owned()).collect();
         let left = self
             .left_to_send(input, p.study_id, p.manifest_id, &p.manifest, &selection)
             .await?;
-        let items: Vec<FixtureItem> = selection
+        let items: Vec<CorpusItem> = selection
             .into_iter()
-            .filter(|i| left.remaining.contains(&i.id))
+            .filter(|i| left.remaining.iter().any(|r| r == i.id()))
             .collect();
         if items.is_empty() {
             return Err(invalid(format!(
@@ -417,7 +411,7 @@ impl App {
                 first.context_limit
             )));
         }
-        let ids: Vec<String> = items.iter().map(|i| i.id.clone()).collect();
+        let ids: Vec<String> = items.iter().map(|i| i.id().to_owned()).collect();
         // Engine warm-up with items that are not then measured, so no measured prompt is in the
         // prefix cache before its measured request: none of the whole selection, so a resumed
         // run never warms up with an item another run of the series measures.
@@ -430,8 +424,8 @@ impl App {
         let corpus_ids: Vec<String> = corpus
             .items
             .iter()
-            .filter(|i| !too_long.contains(&i.id))
-            .map(|i| i.id.clone())
+            .filter(|i| !too_long.contains(i.id()))
+            .map(|i| i.id().to_owned())
             .collect();
         let warmup = kvgate_core::warmup::plan_warmup(
             &corpus_ids,
@@ -479,16 +473,15 @@ impl App {
             input.cell,
             items.len()
         );
-        let by_id: BTreeMap<&str, &FixtureItem> =
-            items.iter().map(|i| (i.id.as_str(), i)).collect();
+        let by_id: BTreeMap<&str, &CorpusItem> = items.iter().map(|i| (i.id(), i)).collect();
         let measured: Vec<PlannedRequest> = order
             .iter()
             .map(|(_, id)| planned(by_id[id.as_str()], &p.manifest))
             .collect::<Result<_, _>>()?;
-        let warm_items: Vec<&FixtureItem> = warmup
+        let warm_items: Vec<&CorpusItem> = warmup
             .items
             .iter()
-            .filter_map(|id| corpus.items.iter().find(|i| &i.id == id))
+            .filter_map(|id| corpus.items.iter().find(|i| i.id() == id))
             .collect();
         let warmups: Vec<PlannedRequest> = warm_items
             .iter()
@@ -501,10 +494,10 @@ impl App {
             request_deadline: p.deadline,
         };
         // Warm-up responses are judged too, and stored apart from the measured ones.
-        let expected: HashMap<String, FixtureItem> = items
+        let expected: HashMap<String, CorpusItem> = items
             .into_iter()
             .chain(warm_items.into_iter().cloned())
-            .map(|i| (i.id.clone(), i))
+            .map(|i| (i.id().to_owned(), i))
             .collect();
         let started = self.begin_run(&p, RunKind::Quality, label, config).await?;
         let run_id = started.run_id;
@@ -601,7 +594,7 @@ impl App {
             self.require_frozen(input.study_id, &c.cell).await?;
             read_startup_log(c.startup_log.as_deref())?;
         }
-        open_corpus(Path::new(&input.corpus_dir))?;
+        open_run_corpus(Path::new(&input.corpus_dir))?;
         let mut done: Vec<RunSummary> = Vec::new();
         for (k, step) in steps.iter().enumerate() {
             let cell = input
@@ -684,15 +677,13 @@ impl App {
         let drain = Duration::from_secs_f64(drain_s);
         let seed = input.seed.unwrap_or(1);
         let corpus = match input.corpus_dir.as_deref().filter(|d| !d.trim().is_empty()) {
-            Some(dir) => open_corpus(Path::new(dir))?,
-            None => crate::fixtures::default_load_corpus(seed)?,
+            Some(dir) => open_run_corpus(Path::new(dir))?,
+            None => crate::fixtures::default_load_corpus(seed)?.into(),
         };
         let only = input.only.clone().unwrap_or_default();
-        let ids: Vec<String> = corpus
-            .items
+        let ids: Vec<String> = eligible_items(&corpus, &only)
             .iter()
-            .filter(|i| ItemStrata::from_item_id(&i.id).is_some_and(|s| only.matches(&s)))
-            .map(|i| i.id.clone())
+            .map(|i| i.id().to_owned())
             .collect();
         if ids.is_empty() {
             return Err(invalid(format!(
@@ -702,8 +693,7 @@ impl App {
             )));
         }
         let order = quality_order(&ids, 1, seed);
-        let by_id: BTreeMap<&str, &FixtureItem> =
-            corpus.items.iter().map(|i| (i.id.as_str(), i)).collect();
+        let by_id: BTreeMap<&str, &CorpusItem> = corpus.items.iter().map(|i| (i.id(), i)).collect();
         let requests: Vec<PlannedRequest> = order
             .iter()
             .map(|(_, id)| planned(by_id[id.as_str()], &p.manifest))
@@ -765,10 +755,10 @@ impl App {
             ),
             (None, None) => unreachable!("checked above"),
         };
-        let expected: HashMap<String, FixtureItem> = corpus
+        let expected: HashMap<String, CorpusItem> = corpus
             .items
             .into_iter()
-            .map(|i| (i.id.clone(), i))
+            .map(|i| (i.id().to_owned(), i))
             .collect();
         let started = self.begin_run(&p, RunKind::Load, label, config).await?;
         let run_id = started.run_id;
@@ -866,7 +856,7 @@ impl App {
         p: &Prepared,
         started: Started,
         result: Result<Executed, AppError>,
-        expected: &HashMap<String, FixtureItem>,
+        expected: &HashMap<String, CorpusItem>,
         mut on_event: impl FnMut(RunEvent),
     ) -> Result<RunSummary, AppError> {
         let run_id = started.run_id;
@@ -1015,8 +1005,23 @@ struct LeftToSend {
     remaining: Vec<String>,
 }
 
-fn planned(item: &FixtureItem, manifest: &Manifest) -> Result<PlannedRequest, AppError> {
-    PlannedRequest::new(Some(item.id.clone()), chat_body(item, manifest))
+/// The items of a corpus a run may send: those in the strata `only` names.
+fn eligible_items(corpus: &RunCorpus, only: &SegmentFilter) -> Vec<CorpusItem> {
+    corpus
+        .items
+        .iter()
+        .filter(|i| match i {
+            CorpusItem::Generated(g) => {
+                ItemStrata::from_item_id(&g.id).is_some_and(|s| only.matches_item(&g.id, Some(&s)))
+            }
+            CorpusItem::Team(t) => only.matches_item(&t.id, None),
+        })
+        .cloned()
+        .collect()
+}
+
+fn planned(item: &CorpusItem, manifest: &Manifest) -> Result<PlannedRequest, AppError> {
+    PlannedRequest::new(Some(item.id().to_owned()), chat_body(item, manifest))
         .map_err(|e| AppError::new(ErrorCode::Internal, e.to_string()))
 }
 
@@ -1024,19 +1029,13 @@ fn stored_request(
     record: &RequestRecord,
     repeat: u32,
     warmup: bool,
-    expected: &HashMap<String, FixtureItem>,
+    expected: &HashMap<String, CorpusItem>,
 ) -> StoredRequest {
     let verdict = record
         .item_id
         .as_ref()
         .and_then(|id| expected.get(id))
-        .map(|item| {
-            validate(
-                &item.expected,
-                &record.response_outcome(),
-                ValidatorPolicy::default(),
-            )
-        });
+        .map(|item| item.judge(&record.response_outcome(), ValidatorPolicy::default()));
     StoredRequest {
         record: record.clone(),
         repeat,

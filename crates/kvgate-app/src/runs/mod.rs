@@ -15,14 +15,14 @@ use std::time::Duration;
 use kvgate_core::canonical::{canonical_json, sha256_hex};
 use kvgate_core::compat::{CellValidity, ObservedEngine};
 use kvgate_core::evidence::{CompatibilityRecord, EvidenceKind};
-use kvgate_core::fixtures::{balanced_subset, FixtureItem};
+use kvgate_core::fixtures::{ApprovedPrompt, CorpusItem};
 use kvgate_core::manifest::Manifest;
 use kvgate_core::metrics::{
     normalize, summarize, CanonicalMetric, EngineProfile, MetricPoint, MetricSummary,
 };
 use kvgate_core::policy::{ItemStrata, SegmentFilter};
 use kvgate_core::run::{RequestRecord, RunProgress};
-use kvgate_core::validator::{validate, ValidatorPolicy, Verdict};
+use kvgate_core::validator::{ValidatorPolicy, Verdict};
 use kvgate_formats::import::{logs, Source};
 use kvgate_formats::prometheus::{observed_from_cache_config_info, parse_exposition};
 use kvgate_formats::run_file::{
@@ -44,7 +44,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use ts_rs::TS;
 
-use crate::fixtures::open_corpus;
+use crate::fixtures::{open_run_corpus, RunCorpus};
 use crate::{App, AppError, ErrorCode};
 
 /// Model name sent when the input names none (llama.cpp serves whatever it loaded).

@@ -16,6 +16,7 @@ mod review;
 mod runs;
 mod signoff;
 mod studies;
+mod team;
 mod withheld;
 
 use kvgate_app::imports::ImportInput;

@@ -195,6 +195,10 @@ pub(super) fn paired_rows(
             for m in s.marginals() {
                 marginals.entry(m).or_default().push(i);
             }
+        } else if let Some(labels) = crate::fixtures::team::team_labels_of(id) {
+            for m in crate::fixtures::team::team_marginals(&labels) {
+                marginals.entry(m).or_default().push(i);
+            }
         } else if let Some(h) = crate::harness::HarnessStrata::from_item_id(id) {
             for m in h.marginals() {
                 marginals.entry(m).or_default().push(i);

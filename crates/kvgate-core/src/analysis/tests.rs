@@ -2307,3 +2307,72 @@ fn an_absent_time_or_count_is_absent_in_its_compact_form() {
         std::mem::size_of::<RequestRow>()
     );
 }
+
+/// A team's prompts pair like generated ones; their labels are marginal strata of their own and
+/// a segment selects them by label only: a fixture filter naming `language` does not catch a
+/// team item labelled `language=de`, nor a label filter a generated German item.
+#[test]
+fn team_items_are_stratified_and_segmented_by_their_labels_only() {
+    let p = policy(
+        r#"[{"name": "team-de", "filter": {"labels": {"language": "de"}}, "floor": 0.5, "margin": 0.1, "protected": true},
+            {"name": "team-de-contract", "filter": {"labels": {"language": "de", "task": "contract"}}, "margin": 0.1, "protected": false},
+            {"name": "fixture-de", "filter": {"language": "de"}, "margin": 0.1, "protected": false}]"#,
+    );
+    let mut items = items();
+    items.truncate(4); // generated: 0 and 1 German, 2 and 3 English
+    for (i, labels) in [
+        "context_length=≤1024,language=de,task=contract",
+        "language=de,task=invoice",
+        "language=en,task=contract",
+        "language=de,task=contract",
+    ]
+    .iter()
+    .enumerate()
+    {
+        items.push((format!("team:{labels}:t-{i}"), None));
+    }
+    let b0 = [true, true, true, true, true, true, true, true];
+    let c1 = [false, true, true, true, false, false, true, true];
+    let input = StudyInput {
+        items,
+        prompts: digests(),
+        cells: vec![
+            cell("B0", TestCell::B0, vec![quality(1, &b0)]),
+            cell("C1", TestCell::C1, vec![quality(2, &c1)]),
+        ],
+    };
+    let a = analyze(&p, &input);
+    let c = &a.cells[1];
+    let row = |name: &str| c.paired.iter().find(|r| r.stratum == name);
+    let counts = |name: &str| row(name).map(|r| (r.n, r.b, r.c));
+    // Team items 4, 5, 7 are German; C1 loses 4 and 5.
+    assert_eq!(counts("team-de"), Some((3, 2, 0)));
+    assert_eq!(counts("team-de-contract"), Some((2, 1, 0)));
+    // Generated items 0 and 1 are German; C1 loses 0.
+    assert_eq!(counts("fixture-de"), Some((2, 1, 0)));
+    assert_eq!(counts("language=de"), Some((2, 1, 0)));
+    assert_eq!(counts("label.language=de"), Some((3, 2, 0)));
+    assert_eq!(counts("label.task=contract"), Some((3, 1, 0)));
+    assert_eq!(counts("label.context_length=≤1024"), Some((1, 1, 0)));
+    assert_eq!(counts("overall"), Some((8, 3, 0)));
+    let f = c.floors.iter().find(|f| f.segment == "team-de").unwrap();
+    assert_eq!((f.n, f.accepted), (3, 1));
+    // A filter mixing labels with another kind's strata matches nothing, so it is refused.
+    let mixed = Policy::from_json_text(
+        r#"{"classes": [{"name": "short", "max_input_tokens": 100, "slo": {"ttft_ms": 100, "itl_ms": 10, "e2e_ms": 1000}}],
+            "goodput": {"interval_s": 10, "drain_s": 5}, "alpha": 0.05,
+            "segments": [{"name": "x", "filter": {"language": "de", "labels": {"language": "de"}}, "margin": 0.1, "protected": true},
+                         {"name": "y", "filter": {"labels": {"Language": "de"}}, "margin": 0.1, "protected": true},
+                         {"name": "z", "filter": {"labels": {}}, "margin": 0.1, "protected": true}]}"#,
+    )
+    .unwrap_err();
+    let paths: Vec<String> = mixed.into_iter().map(|p| p.path).collect();
+    assert_eq!(
+        paths,
+        [
+            "segments[0].filter.labels",
+            "segments[1].filter.labels.Language",
+            "segments[2].filter.labels"
+        ]
+    );
+}

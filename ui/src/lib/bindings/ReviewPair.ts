@@ -4,6 +4,7 @@ import type { FixtureItem } from "./FixtureItem";
 import type { HarnessItem } from "./HarnessItem";
 import type { ItemStrata } from "./ItemStrata";
 import type { ReviewSide } from "./ReviewSide";
+import type { TeamReviewItem } from "./TeamReviewItem";
 
 /**
  * A pair in the queue.
@@ -26,6 +27,10 @@ item_note: string | null,
  * For an evaluation harness's item: the prompt it sent and its target, as it recorded them.
  */
 harness?: HarnessItem, 
+/**
+ * For a team's own prompt: its labels, chat, check and evidence, from its corpus.
+ */
+team?: TeamReviewItem, 
 /**
  * The current label, when labelled.
  */

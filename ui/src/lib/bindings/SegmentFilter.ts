@@ -20,4 +20,9 @@ task_group?: string,
 /**
  * A harness item's context length as its id writes it: `4096`, or `≤2048` when counted.
  */
-context_length?: string, };
+context_length?: string, 
+/**
+ * Labels of a team's own prompts ([`crate::fixtures::team`]), each of which the item must
+ * carry with this value, e.g. `{"language": "de", "task": "contract"}`.
+ */
+labels?: { [key in string]: string }, };
