@@ -639,27 +639,32 @@ pub fn embedded_corpus_digests() -> Vec<String> {
 /// recorded; otherwise why not.
 pub fn corpus_for_digests(
     corpus: &kvgate_store::study_input::CorpusRef,
-) -> Result<Vec<FixtureItem>, String> {
+) -> Result<Vec<CorpusItem>, String> {
     if let Some(items) = EMBEDDED_CORPUS_ITEMS
         .iter()
         .find(|items| sha256_hex(items.as_bytes()) == corpus.items_sha256)
     {
         return items
             .lines()
-            .map(|line| serde_json::from_str(line).map_err(|e| e.to_string()))
+            .map(|line| {
+                serde_json::from_str(line)
+                    .map(CorpusItem::Generated)
+                    .map_err(|e| e.to_string())
+            })
             .collect();
     }
     let dir = corpus
         .dir
         .as_deref()
         .ok_or("the run names no corpus folder")?;
-    let loaded = if dir.starts_with("(generated in memory") {
+    let loaded: RunCorpus = if dir.starts_with("(generated in memory") {
         let seed = corpus
             .seed
             .ok_or("the run records no seed to regenerate it")?;
-        default_load_corpus(seed).map_err(|e| e.message)?
+        default_load_corpus(seed).map_err(|e| e.message)?.into()
     } else {
-        open_corpus(Path::new(dir)).map_err(|e| format!("corpus folder {dir}: {}", e.message))?
+        open_run_corpus(Path::new(dir))
+            .map_err(|e| format!("corpus folder {dir}: {}", e.message))?
     };
     if loaded.meta.items_sha256 != corpus.items_sha256 {
         return Err(format!(

@@ -1485,9 +1485,14 @@ impl App {
                     seed: None,
                 });
             if let Ok(items) = crate::fixtures::corpus_for_digests(&corpus) {
+                // Only KV Gate's generated items are exported to a harness.
+                let items = items.into_iter().filter_map(|i| match i {
+                    kvgate_core::fixtures::CorpusItem::Generated(g) => Some(g),
+                    kvgate_core::fixtures::CorpusItem::Team(_) => None,
+                });
                 out.add(
                     digest,
-                    items.into_iter().map(|i| {
+                    items.map(|i| {
                         // Written as the harness's own chat is read, by the same code.
                         let messages = serde_json::to_value(&i.messages).unwrap_or_default();
                         let prompt =

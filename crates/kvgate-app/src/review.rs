@@ -118,6 +118,10 @@ pub struct TeamReviewItem {
     pub check: kvgate_core::validator::AnswerCheck,
     /// The passages the answer comes from, when the team named them: located in the prompt.
     pub evidence: Vec<String>,
+    /// The members the check expects, for the expected column of the field diff: a JSON
+    /// check's object, the refusal object; absent for a check of the whole text.
+    #[ts(type = "Record<string, unknown> | null")]
+    pub expected_fields: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 impl From<&TeamItem> for TeamReviewItem {
@@ -130,6 +134,7 @@ impl From<&TeamItem> for TeamReviewItem {
             target: t.check.describe(),
             check: t.check.clone(),
             evidence: t.evidence.clone(),
+            expected_fields: t.check.expected_fields(),
         }
     }
 }

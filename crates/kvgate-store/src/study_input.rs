@@ -23,7 +23,7 @@ use kvgate_core::analysis::{
 };
 use kvgate_core::device_memory::DeviceMemory;
 use kvgate_core::evidence::{CellEvidence, EvidenceKind};
-use kvgate_core::fixtures::FixtureItem;
+use kvgate_core::fixtures::{ApprovedPrompt, CorpusItem};
 use kvgate_core::manifest::Manifest;
 use kvgate_core::metrics::{run_series, CanonicalMetric, MetricPoint};
 use kvgate_core::operating_point::RunArrivals;
@@ -56,10 +56,10 @@ pub struct CorpusRef {
 
 /// Finds a corpus by its reference: its items when their digest is the one named, else why not
 /// (in words, shown with the rows it leaves unpaired).
-pub type CorpusSource<'a> = dyn FnMut(&CorpusRef) -> Result<Vec<FixtureItem>, String> + Send + 'a;
+pub type CorpusSource<'a> = dyn FnMut(&CorpusRef) -> Result<Vec<CorpusItem>, String> + Send + 'a;
 
 /// A corpus source that finds nothing: every row stored without a prompt digest stays without.
-pub fn no_corpora(corpus: &CorpusRef) -> Result<Vec<FixtureItem>, String> {
+pub fn no_corpora(corpus: &CorpusRef) -> Result<Vec<CorpusItem>, String> {
     Err(format!("corpus {} was not looked up", corpus.items_sha256))
 }
 
@@ -278,7 +278,7 @@ pub async fn load_study(
     // Per item: the prompt its last row sent.
     let mut item_prompt: Vec<Option<u32>> = Vec::new();
     let mut prompts = Prompts::default();
-    let mut corpus_cache: HashMap<String, Result<Vec<FixtureItem>, String>> = HashMap::new();
+    let mut corpus_cache: HashMap<String, Result<Vec<CorpusItem>, String>> = HashMap::new();
     let mut last: Option<(i64, usize, usize, usize)> = None;
     store
         .for_each_measured_request(study_id, |q| {
@@ -394,7 +394,7 @@ pub async fn load_study(
 /// recorded it); empty when the corpus is not found.
 fn item_tokens(
     run: &RunPrompts,
-    cache: &mut HashMap<String, Result<Vec<FixtureItem>, String>>,
+    cache: &mut HashMap<String, Result<Vec<CorpusItem>, String>>,
     corpora: &mut CorpusSource<'_>,
 ) -> HashMap<String, u64> {
     let Some(corpus) = &run.corpus else {
@@ -406,7 +406,7 @@ fn item_tokens(
     {
         Ok(items) => items
             .iter()
-            .map(|i| (i.id.clone(), i.token_count as u64))
+            .map(|i| (i.id().to_owned(), i.prompt_tokens() as u64))
             .collect(),
         Err(_) => HashMap::new(),
     }
@@ -417,7 +417,7 @@ fn item_tokens(
 fn recompute(
     run: &RunPrompts,
     manifests: &[Option<Manifest>],
-    cache: &mut HashMap<String, Result<Vec<FixtureItem>, String>>,
+    cache: &mut HashMap<String, Result<Vec<CorpusItem>, String>>,
     corpora: &mut CorpusSource<'_>,
     prompts: &mut Prompts,
 ) -> Result<HashMap<String, u32>, String> {
@@ -443,7 +443,7 @@ fn recompute(
         .iter()
         .map(|item| {
             let digest = item_prompt_sha256(item, manifest);
-            (item.id.clone(), prompts.intern(&digest))
+            (item.id().to_owned(), prompts.intern(&digest))
         })
         .collect())
 }

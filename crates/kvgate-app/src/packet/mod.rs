@@ -12,7 +12,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use kvgate_core::canonical::sha256_hex;
-use kvgate_core::fixtures::{balanced_subset, FixtureItem};
+use kvgate_core::fixtures::CorpusItem;
 use kvgate_core::policy::ItemStrata;
 use kvgate_core::table::Table;
 use kvgate_store::RunKind;
@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use ts_rs::TS;
 
-use crate::fixtures::open_corpus;
+use crate::fixtures::open_run_corpus;
 use crate::{App, AppError, ErrorCode};
 
 /// The name of the packet's index file.
@@ -299,11 +299,11 @@ impl App {
 
         // Runs: the redacted trace, the evidence, and the judged answers for the sample.
         let runs = self.store.list_runs(study_id).await?;
-        let mut corpora: HashMap<(String, String), Option<HashMap<String, FixtureItem>>> =
+        let mut corpora: HashMap<(String, String), Option<HashMap<String, CorpusItem>>> =
             HashMap::new();
         let mut trace = Vec::new();
         let mut answers: BTreeMap<String, Vec<Answer>> = BTreeMap::new();
-        let mut items: BTreeMap<String, FixtureItem> = BTreeMap::new();
+        let mut items: BTreeMap<String, CorpusItem> = BTreeMap::new();
         for run in &runs {
             for (seq, e) in self.store.run_evidence(run.id).await?.iter().enumerate() {
                 use kvgate_core::evidence::EvidenceKind as K;
@@ -326,10 +326,15 @@ impl App {
                 Some(key) => corpora
                     .entry(key.clone())
                     .or_insert_with(|| {
-                        open_corpus(Path::new(&key.0))
+                        open_run_corpus(Path::new(&key.0))
                             .ok()
                             .filter(|c| c.meta.items_sha256 == key.1)
-                            .map(|c| c.items.into_iter().map(|i| (i.id.clone(), i)).collect())
+                            .map(|c| {
+                                c.items
+                                    .into_iter()
+                                    .map(|i| (i.id().to_owned(), i))
+                                    .collect()
+                            })
                     })
                     .as_ref(),
             };
@@ -362,11 +367,11 @@ impl App {
                     prompt_tokens: rec.prompt_tokens.and_then(|t| i64::try_from(t).ok()),
                     completion_tokens: rec.completion_tokens.and_then(|t| i64::try_from(t).ok()),
                     status: rec.status.as_str(),
-                    prompt_sha256: item.map(|i| sha256_hex(i.prompt_text.as_bytes())),
+                    prompt_sha256: item.map(|i| sha256_hex(i.prompt_text().as_bytes())),
                 });
                 if run.kind == RunKind::Quality {
                     if let (Some(item), Some(v)) = (item, &r.verdict) {
-                        let list = answers.entry(item.id.clone()).or_default();
+                        let list = answers.entry(item.id().to_owned()).or_default();
                         // The first pass per cell: lowest run id, then repeat (runs come in id order).
                         if !list.iter().any(|a| a.cell == run.cell) {
                             list.push(Answer {
@@ -379,7 +384,9 @@ impl App {
                                 verdict: serde_json::to_value(v).ok(),
                             });
                         }
-                        items.entry(item.id.clone()).or_insert_with(|| item.clone());
+                        items
+                            .entry(item.id().to_owned())
+                            .or_insert_with(|| item.clone());
                     }
                 }
             }
@@ -399,15 +406,15 @@ impl App {
 
         // Representative held-out requests: chosen, or a balanced sample of the items judged on
         // B0 and at least one candidate.
-        let paired_items: Vec<FixtureItem> = items
+        let paired_items: Vec<CorpusItem> = items
             .values()
             .filter(|i| {
-                let a = &answers[&i.id];
+                let a = &answers[i.id()];
                 a.iter().any(|x| x.cell == "B0") && a.iter().any(|x| x.cell != "B0")
             })
             .cloned()
             .collect();
-        let chosen: Vec<&FixtureItem> = match &input.representative {
+        let chosen: Vec<&CorpusItem> = match &input.representative {
             Some(ids) => {
                 let unknown: Vec<&String> =
                     ids.iter().filter(|id| !items.contains_key(*id)).collect();
@@ -423,31 +430,47 @@ impl App {
                     )));
                 }
                 let set: BTreeSet<&String> = ids.iter().collect();
-                items.values().filter(|i| set.contains(&i.id)).collect()
+                items
+                    .values()
+                    .filter(|i| set.contains(&i.id().to_owned()))
+                    .collect()
             }
             None => {
-                let mut sample = balanced_subset(&paired_items, DEFAULT_REPRESENTATIVE);
-                sample.sort_by(|a, b| a.id.cmp(&b.id));
+                let mut sample = CorpusItem::balanced_subset(&paired_items, DEFAULT_REPRESENTATIVE);
+                sample.sort_by(|a, b| a.id().cmp(b.id()));
                 sample
             }
         };
         let mut lines = String::new();
         for item in &chosen {
-            let line = json!({
-                "item_id": item.id,
-                "synthetic": item.synthetic,
-                "strata": ItemStrata::from_item_id(&item.id),
-                "prompt_sha256": sha256_hex(item.prompt_text.as_bytes()),
-                "messages": item.messages,
-                "expected": item.expected,
-                "evidence": item.evidence,
-                "answers": answers[&item.id],
-            });
+            let line = match item {
+                CorpusItem::Generated(item) => json!({
+                    "item_id": item.id,
+                    "synthetic": item.synthetic,
+                    "strata": ItemStrata::from_item_id(&item.id),
+                    "prompt_sha256": sha256_hex(item.prompt_text.as_bytes()),
+                    "messages": item.messages,
+                    "expected": item.expected,
+                    "evidence": item.evidence,
+                    "answers": answers[&item.id],
+                }),
+                // A team's own prompt: its labels and check in place of strata and answer.
+                CorpusItem::Team(item) => json!({
+                    "item_id": item.id,
+                    "synthetic": false,
+                    "labels": item.labels,
+                    "prompt_sha256": sha256_hex(item.prompt_text.as_bytes()),
+                    "messages": item.messages,
+                    "check": item.check,
+                    "evidence": item.evidence,
+                    "answers": answers[&item.id],
+                }),
+            };
             lines.push_str(&serde_json::to_string(&line).expect("a line serializes"));
             lines.push('\n');
         }
         files.add("requests/representative.jsonl", lines);
-        let representative: Vec<String> = chosen.iter().map(|i| i.id.clone()).collect();
+        let representative: Vec<String> = chosen.iter().map(|i| i.id().to_owned()).collect();
         if representative.is_empty() {
             warnings.push(
                 "no representative held-out request: no item was judged on B0 and a candidate \

@@ -323,4 +323,29 @@ async fn a_teams_prompts_are_run_judged_by_their_checks_paired_by_label_and_revi
             ),
         ]
     );
+
+    // The architecture-review packet's representative requests are the team's prompts, with
+    // their labels and checks, marked as not synthetic.
+    let out = dir.path().join("packet");
+    let e = app
+        .export_packet(kvgate_app::packet::PacketExportInput {
+            study_id: sid,
+            out: out.display().to_string(),
+            zip: false,
+            representative: None,
+            sign: false,
+        })
+        .await
+        .unwrap();
+    assert_eq!(e.representative.len(), 8);
+    let lines = std::fs::read_to_string(out.join("requests/representative.jsonl")).unwrap();
+    let first: serde_json::Value = serde_json::from_str(lines.lines().next().unwrap()).unwrap();
+    assert_eq!(first["synthetic"], false);
+    assert!(first["check"]["kind"].is_string(), "{first}");
+    assert!(first["labels"]["language"].is_string(), "{first}");
+    assert_eq!(
+        first["answers"].as_array().map(Vec::len),
+        Some(2),
+        "{first}"
+    );
 }

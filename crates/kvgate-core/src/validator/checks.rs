@@ -117,6 +117,19 @@ impl AnswerCheck {
         }
     }
 
+    /// The members a response must hold, where the check judges members: a JSON check's
+    /// object, the refusal object; `None` for a check of the whole text.
+    pub fn expected_fields(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
+        match self {
+            AnswerCheck::JsonFields(c) => Some(c.expected.clone()),
+            AnswerCheck::Refusal(_) => match serde_json::to_value(ExpectedAnswer::refusal()) {
+                Ok(serde_json::Value::Object(m)) => Some(m),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
     /// Why the check cannot judge anything, with the JSON path inside the check: a pattern that
     /// does not compile, a negative or too precise tolerance, a number written in a way JSON
     /// cannot carry exactly.

@@ -2,7 +2,7 @@
 //! before they were, and missing (with the reason) when the corpus cannot be found.
 
 use kvgate_core::analysis::analyze;
-use kvgate_core::fixtures::FixtureItem;
+use kvgate_core::fixtures::{CorpusItem, FixtureItem};
 use kvgate_core::manifest::Manifest;
 use kvgate_core::pairing::{item_prompt_sha256, UnpairedReason};
 use kvgate_core::policy::Policy;
@@ -163,7 +163,7 @@ async fn legacy_rows_pair_with_the_recomputed_digest_and_an_unknown_corpus_is_na
     let mut corpora = |c: &CorpusRef| {
         asked.push(c.items_sha256.clone());
         if c.items_sha256 == demo_sha() {
-            Ok(items())
+            Ok(items().into_iter().map(CorpusItem::Generated).collect())
         } else {
             Err(format!("no corpus {}", c.items_sha256))
         }

@@ -17,4 +17,9 @@ target: string, check: AnswerCheck,
 /**
  * The passages the answer comes from, when the team named them: located in the prompt.
  */
-evidence: Array<string>, };
+evidence: Array<string>, 
+/**
+ * The members the check expects, for the expected column of the field diff: a JSON
+ * check's object, the refusal object; absent for a check of the whole text.
+ */
+expected_fields: Record<string, unknown> | null, };

@@ -403,6 +403,48 @@ describe('Review screen', () => {
     await waitFor(() => expect(Object.values(expectedColumn()).every((v) => v === 'absent')).toBe(true));
   });
 
+  it("shows a team prompt's labels, check, chat and evidence; a JSON check fills the expected column, a text check does not", async () => {
+    const team = (check: NonNullable<Pair['team']>['check'], expected_fields: Record<string, unknown> | null) => ({
+      item: null,
+      strata: null,
+      item_note: "the team's own prompt: its labels, chat and check below are as its corpus holds them",
+      team: {
+        source_id: 'inv-7',
+        labels: { language: 'de', task: 'invoice', context_length: '≤1024' },
+        messages: [
+          { role: 'system' as const, content: 'Nur aus dem Text antworten.' },
+          { role: 'user' as const, content: 'Rechnung F: Summe 1250.50 EUR.\nSumme und Währung als JSON.' },
+        ],
+        token_count: 1234,
+        target: check.kind === 'json_fields' ? 'the JSON object {"currency":"EUR","total":1250.5}' : 'exactly the text "EUR"',
+        check,
+        evidence: ['Summe 1250.50 EUR'],
+        expected_fields,
+      },
+    });
+    const expected = { total: 1250.5, currency: 'EUR' };
+    ipcMock.reviewQueue.mockResolvedValue(
+      queue([
+        pair(1, team({ kind: 'json_fields', expected }, expected)),
+        pair(2, team({ kind: 'exact_text', text: 'EUR' }, null)),
+      ]),
+    );
+    const { review } = setup();
+    expect((await screen.findByTestId('review-target')).textContent).toBe('the JSON object {"currency":"EUR","total":1250.5}');
+    const labels = screen.getByTestId('review-team-labels').textContent ?? '';
+    for (const text of ['inv-7', '1,234 prompt tokens', 'language', 'invoice', '≤1024']) expect(labels).toContain(text);
+    expect(screen.getAllByTestId('review-evidence').map((e) => e.textContent)).toEqual(['Summe 1250.50 EUR']);
+    const expectedColumn = () =>
+      Object.fromEntries(
+        screen.getAllByTestId('review-diff-row').map((r) => [r.dataset['key'], r.querySelectorAll('td')[0]!.textContent?.trim()]),
+      );
+    expect(expectedColumn()).toMatchObject({ total: '1250.5', currency: '"EUR"' });
+    await fireEvent.keyDown(window, { key: 'j' });
+    await waitFor(() => expect(review.current?.pair_id.slice(-3)).toBe('002'));
+    await waitFor(() => expect(screen.getByTestId('review-target').textContent).toBe('exactly the text "EUR"'));
+    expect(Object.values(expectedColumn()).every((v) => v === 'absent')).toBe(true);
+  });
+
   it('orders and searches the list, the current pair staying current; labelling keeps it current', async () => {
     const en = { language: 'en', length_class: 'short', position: 'begin', task_type: 'literal', answer_kind: 'present' } as const;
     ipcMock.reviewQueue.mockResolvedValue(

@@ -224,7 +224,7 @@ function canonicalJson(text: string): string {
 /** Rows of expected vs A vs B per key: the expected answer's keys first, then any other key in the
  * order the sides wrote them. A side's cell differs when it does not hold the expected value. */
 export function diffFields(
-  expected: ExpectedAnswer | null | undefined,
+  expected: ExpectedAnswer | Readonly<Record<string, unknown>> | null | undefined,
   a: readonly ExtractedField[] | null | undefined,
   b: readonly ExtractedField[] | null | undefined,
 ): DiffRow[] {
@@ -338,3 +338,4 @@ export function foldPrompt(segments: readonly Segment[], keep = 3, minFold = 8):
   }
   return out;
 }
+
