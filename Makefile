@@ -64,10 +64,12 @@ tools:
 ## Live interop checks: AIPerf (installed alone, no torch) against one real llama.cpp server, its
 # fresh profile_export.jsonl imported by `kvgate` and compared with AIPerf's own summary; and the
 # lm-eval round trip: KV Gate's exported task run by lm-eval against the f16 and q8_0 servers,
-# imported, and compared item by item and pair by pair with KV Gate's own runner.
+# imported, and compared item by item and pair by pair with KV Gate's own runner; and a team's own
+# prompts imported, run on both servers, each verdict compared with an independent judge.
 test-tools-live: build llm
 	KVGATE_BIN="$(TARGET_DIR)/debug/kvgate" tests/tools/aiperf-live.sh
 	KVGATE_BIN="$(TARGET_DIR)/debug/kvgate" tests/tools/harness-live.sh
+	KVGATE_BIN="$(TARGET_DIR)/debug/kvgate" tests/tools/team-live.sh
 
 ## Heavier live checks, not part of `make test`: GuideLLM and inference-perf (whichever `make tools`
 # installed) against a real llama.cpp server; their files parsed and, with the CLI built, imported.

@@ -20,6 +20,8 @@ fn main() {
         "manifest_capacity",
         "generate_fixtures",
         "open_corpus",
+        "open_any_corpus",
+        "import_fixtures",
         "check_corpora",
         "digest_weights",
         "cancel_weights_digest",

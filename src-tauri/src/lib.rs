@@ -78,6 +78,8 @@ pub fn build_app_with<R: Runtime>(
             commands::manifests::manifest_capacity,
             commands::fixtures::generate_fixtures,
             commands::fixtures::open_corpus,
+            commands::fixtures::open_any_corpus,
+            commands::fixtures::import_fixtures,
             commands::fixtures::check_corpora,
             commands::weights::digest_weights,
             commands::weights::compare_weights,

@@ -58,6 +58,8 @@ pub fn write_bindings(dir: &Path) -> Result<(), String> {
     one::<CorpusMeta>(&cfg)?;
     one::<LoadedCorpus>(&cfg)?;
     one::<GenerateFixtures>(&cfg)?;
+    one::<crate::fixtures::ImportFixtures>(&cfg)?;
+    one::<crate::fixtures::OpenedCorpus>(&cfg)?;
     one::<DisjointReport>(&cfg)?;
     one::<Verdict>(&cfg)?;
     one::<CheckpointDigest>(&cfg)?;

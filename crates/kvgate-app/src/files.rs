@@ -220,6 +220,8 @@ pub enum PathKind {
     NewCorpusFolder,
     /// A `tokenizer.json`.
     Tokenizer,
+    /// A team's own approved prompts, one JSON item per line.
+    TeamFile,
     /// A file to import: benchmark output, a run file, a scrape or a startup log.
     ImportFile,
     /// A server's startup log.
@@ -255,6 +257,14 @@ impl PathKind {
                 &[FileFilter {
                     name: "Tokenizer (tokenizer.json)",
                     extensions: &["json"],
+                }],
+            ),
+            PathKind::TeamFile => (
+                "Choose the team's prompts (JSONL)",
+                false,
+                &[FileFilter {
+                    name: "Team prompts (.jsonl)",
+                    extensions: &["jsonl", "json"],
                 }],
             ),
             // Benchmark tools and logs name their files freely: every file is offered.

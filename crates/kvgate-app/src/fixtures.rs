@@ -607,6 +607,23 @@ impl From<LoadedTeamCorpus> for RunCorpus {
     }
 }
 
+/// A corpus folder opened for the window: generated or a team's.
+#[derive(Debug, Clone, PartialEq, Serialize, TS, JsonSchema)]
+#[serde(tag = "kind", content = "corpus", rename_all = "snake_case")]
+pub enum OpenedCorpus {
+    Generated(LoadedCorpus),
+    Team(LoadedTeamCorpus),
+}
+
+/// Opens a corpus folder of either kind, its digest verified.
+pub fn open_any_corpus(dir: &Path) -> Result<OpenedCorpus, AppError> {
+    if is_team_corpus(dir)? {
+        open_team_corpus(dir).map(OpenedCorpus::Team)
+    } else {
+        open_corpus(dir).map(OpenedCorpus::Generated)
+    }
+}
+
 /// Opens a corpus folder of either kind for a run.
 pub fn open_run_corpus(dir: &Path) -> Result<RunCorpus, AppError> {
     if is_team_corpus(dir)? {

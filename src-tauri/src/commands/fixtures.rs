@@ -1,7 +1,9 @@
 use std::path::PathBuf;
 
 use kvgate_app::domain::fixtures::DisjointReport;
-use kvgate_app::fixtures::{self, GenerateFixtures, LoadedCorpus};
+use kvgate_app::fixtures::{
+    self, GenerateFixtures, ImportFixtures, LoadedCorpus, LoadedTeamCorpus, OpenedCorpus,
+};
 use kvgate_app::{AppError, ErrorCode};
 
 /// Runs blocking file and tokenizer work off the async runtime's threads.
@@ -21,6 +23,17 @@ pub async fn generate_fixtures(request: GenerateFixtures) -> Result<LoadedCorpus
 #[tauri::command]
 pub async fn open_corpus(dir: String) -> Result<LoadedCorpus, AppError> {
     blocking(move || fixtures::open_corpus(&PathBuf::from(dir))).await
+}
+
+/// Opens a corpus folder of either kind: generated, or a team's own prompts.
+#[tauri::command]
+pub async fn open_any_corpus(dir: String) -> Result<OpenedCorpus, AppError> {
+    blocking(move || fixtures::open_any_corpus(&PathBuf::from(dir))).await
+}
+
+#[tauri::command]
+pub async fn import_fixtures(request: ImportFixtures) -> Result<LoadedTeamCorpus, AppError> {
+    blocking(move || fixtures::import_fixtures(&request)).await
 }
 
 #[tauri::command]

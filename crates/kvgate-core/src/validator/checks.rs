@@ -137,11 +137,18 @@ impl AnswerCheck {
         let mut out = Vec::new();
         match self {
             AnswerCheck::Regex(RegexCheck { pattern }) => {
-                if let Err(e) = anchored(pattern) {
+                // The pattern as given, so the error speaks of it and not of the anchored form.
+                if let Err(e) = regex::Regex::new(pattern).and_then(|_| anchored(pattern)) {
+                    let why = e.to_string();
+                    let why = why
+                        .lines()
+                        .last()
+                        .unwrap_or("")
+                        .trim_start_matches("error: ");
                     out.push((
                         "check.pattern".into(),
-                        "a regular expression".into(),
-                        format!("{}: {e}", json_string(pattern)),
+                        "a regular expression (Rust regex syntax)".into(),
+                        format!("{}: {why}", json_string(pattern)),
                     ));
                 }
             }

@@ -3,4 +3,4 @@
 /**
  * What a path field of the window holds, so its Browse button opens the dialog that fits.
  */
-export type PathKind = "corpus_folder" | "new_corpus_folder" | "tokenizer" | "import_file" | "startup_log" | "checkpoint_file" | "checkpoint_folder" | "packet_folder" | "packet_zip";
+export type PathKind = "corpus_folder" | "new_corpus_folder" | "tokenizer" | "team_file" | "import_file" | "startup_log" | "checkpoint_file" | "checkpoint_folder" | "packet_folder" | "packet_zip";

@@ -17,6 +17,9 @@ import type { ImportFormat } from '$lib/bindings/ImportFormat';
 import type { ImportInput } from '$lib/bindings/ImportInput';
 import type { ImportPreview } from '$lib/bindings/ImportPreview';
 import type { ImportSummary } from '$lib/bindings/ImportSummary';
+import type { ImportFixtures } from '$lib/bindings/ImportFixtures';
+import type { LoadedTeamCorpus } from '$lib/bindings/LoadedTeamCorpus';
+import type { OpenedCorpus } from '$lib/bindings/OpenedCorpus';
 import type { LoadedCorpus } from '$lib/bindings/LoadedCorpus';
 import type { AuditEvent } from '$lib/bindings/AuditEvent';
 import type { AuditReport } from '$lib/bindings/AuditReport';
@@ -133,6 +136,13 @@ export const generateFixtures = (request: GenerateFixtures): Promise<LoadedCorpu
 
 /** Opens a corpus folder; rejects when items.jsonl does not match the digest in corpus.json. */
 export const openCorpus = (dir: string): Promise<LoadedCorpus> => call('open_corpus', { dir });
+
+/** Opens a corpus folder of either kind (generated, or a team's own prompts), its digest verified. */
+export const openAnyCorpus = (dir: string): Promise<OpenedCorpus> => call('open_any_corpus', { dir });
+
+/** Imports a team's own approved prompts (JSONL) into a new or empty folder; a bad line or an overlap with a
+ * corpus named in `disjoint_from` is refused whole, nothing written. */
+export const importFixtures = (request: ImportFixtures): Promise<LoadedTeamCorpus> => call('import_fixtures', { request });
 
 /** Whether two corpus folders share an item or a protected answer (both digests verified first). */
 export const checkCorpora = (a: string, b: string): Promise<DisjointReport> => call('check_corpora', { a, b });
