@@ -252,13 +252,13 @@ pub fn import_fixtures(req: &ImportFixtures) -> Result<LoadedTeamCorpus, AppErro
             if problems.len() > SHOWN {
                 lines.push(format!("… and {} more", problems.len() - SHOWN));
             }
+            let count = match problems.len() {
+                1 => "1 problem".to_owned(),
+                n => format!("{n} problems"),
+            };
             AppError::new(
                 ErrorCode::InvalidInput,
-                format!(
-                    "{} problem(s); nothing was written:\n{}",
-                    problems.len(),
-                    lines.join("\n")
-                ),
+                format!("{count}; nothing was written:\n{}", lines.join("\n")),
             )
         },
     )?;
@@ -693,10 +693,40 @@ pub fn corpus_for_digests(
 }
 
 /// Whether two corpora (e.g. calibration and evaluation) share an item or a protected answer.
+/// Two generated corpora are checked by their user turns and answers ([`check_disjoint`]); where
+/// either is a team's, by the normalized text of each prompt's non-system messages, as the
+/// import checks it (a team's answers are not asset ids, so no answer can be said leaked).
 pub fn check_corpora(a: &Path, b: &Path) -> Result<DisjointReport, AppError> {
-    let a = open_corpus(a)?;
-    let b = open_corpus(b)?;
-    Ok(check_disjoint(&a.items, &b.items))
+    let (a, b) = (open_run_corpus(a)?, open_run_corpus(b)?);
+    let generated = |c: &RunCorpus| -> Option<Vec<FixtureItem>> {
+        c.items
+            .iter()
+            .map(|i| match i {
+                CorpusItem::Generated(g) => Some(g.clone()),
+                CorpusItem::Team(_) => None,
+            })
+            .collect()
+    };
+    if let (Some(x), Some(y)) = (generated(&a), generated(&b)) {
+        return Ok(check_disjoint(&x, &y));
+    }
+    let digest = |i: &CorpusItem| kvgate_core::fixtures::team::prompt_overlap_sha256(i.messages());
+    let mut theirs: std::collections::HashMap<String, Vec<&str>> = std::collections::HashMap::new();
+    for i in &b.items {
+        theirs.entry(digest(i)).or_default().push(i.id());
+    }
+    let mut report = DisjointReport::default();
+    for i in &a.items {
+        let d = digest(i);
+        for other in theirs.get(&d).into_iter().flatten() {
+            report.shared_items.push(kvgate_core::fixtures::SharedItem {
+                a_id: i.id().to_owned(),
+                b_id: (*other).to_owned(),
+                normalized_sha256: d.clone(),
+            });
+        }
+    }
+    Ok(report)
 }
 
 /// The validator's verdict on one response text for one item's approved answer.

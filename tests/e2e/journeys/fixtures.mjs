@@ -3,6 +3,7 @@
 
 import { assert, waitUntil, valueOf, choose } from '../helpers.mjs';
 import { join } from 'node:path';
+import { writeFileSync } from 'node:fs';
 
 /** The summary's source and digest, or the inline error: fails at once when the backend refused. */
 function summaryState(s) {
@@ -204,6 +205,71 @@ export const journeys = [
       assert(overflow <= 0, `the approved answer ends ${overflow}px past the window`);
       await s.script('document.querySelector(\'[data-testid="item-expected"]\').scrollIntoView({ block: "center" });');
       await ctx.screenshot(s, 'fixtures-several-values');
+    },
+  },
+  {
+    name: "import a team's own prompts: a bad line named and nothing written, then the corpus with its labels and checks",
+    async run(ctx) {
+      // The team's file, written for this journey: each answer check once, English and German.
+      const line = (id, language, user, check) =>
+        JSON.stringify({ id, messages: [{ role: 'system', content: 'Answer from the text only.' }, { role: 'user', content: user }], labels: { language, task: id.split('-')[0] }, check });
+      const good = [
+        line('notice-1', 'en', 'Contract A: the notice period is 30 days. How many days?', { kind: 'number', value: 30, tolerance: 0 }),
+        line('clause-1', 'en', 'Contract C: clause 7.2 sets the penalty. Which clause?', { kind: 'exact_text', text: 'Clause 7.2' }),
+        line('clause-2', 'de', 'Vertrag D: Ziffer 9 regelt die Haftung. Welche Ziffer?', { kind: 'regex', pattern: '(Ziffer )?9' }),
+        line('invoice-1', 'de', 'Rechnung F: Summe 1.250,50 EUR. Summe und Währung als JSON.', { kind: 'json_fields', expected: { total: 1250.5, currency: 'EUR' } }),
+        line('refusal-1', 'en', 'Contract G names no arbitration venue. Where is arbitration held?', { kind: 'refusal' }),
+      ];
+      const bad = [good[0], good[1].replace('"exact_text","text":"Clause 7.2"', '"regex","pattern":"(Clause"'), ...good.slice(2)];
+      const badFile = join(ctx.work, 'team-bad.jsonl');
+      const goodFile = join(ctx.work, 'team.jsonl');
+      writeFileSync(badFile, bad.join('\n') + '\n');
+      writeFileSync(goodFile, good.join('\n') + '\n');
+      const out = join(ctx.work, 'team-corpus');
+
+      const s = await ctx.launch(['--db', ctx.db('fixtures-team')]);
+      await s.waitFor('[data-testid="screen-studies"]');
+      await s.click('[data-testid="nav-fixtures"]');
+      await s.waitFor('[data-testid="fixtures-empty"]');
+      await s.type('[data-testid="fixtures-import-file"]', badFile);
+      await choose(s, '[data-testid="fixtures-import-split"]', 'evaluation');
+      await s.type('[data-testid="fixtures-import-out"]', out);
+      await s.click('[data-testid="fixtures-import"]');
+      const error = await waitUntil(
+        () => s.script('return document.querySelector(\'[data-testid="fixtures-import-error"]\')?.textContent ?? null;'),
+        (t) => t !== null,
+        'the import error',
+        60000,
+      );
+      assert(error.includes('line 2, $.check.pattern') && error.includes('nothing was written'), `error: ${error}`);
+      await ctx.screenshot(s, 'fixtures-team-import-error');
+
+      await s.type('[data-testid="fixtures-import-file"]', goodFile);
+      await s.click('[data-testid="fixtures-import"]');
+      await waitUntil(
+        () => s.attr('[data-testid="team-summary"]', 'data-source'),
+        (v) => v === 'imported',
+        'the team corpus summary',
+        60000,
+      );
+      const count = (await s.texts('[data-testid="team-item-count"]'))[0];
+      assert(count === '5', `items ${count}`);
+      const badge = (await s.texts('[data-testid="corpus-synthetic"]'))[0];
+      assert(badge.includes('not marked synthetic'), `badge ${badge}`);
+      const rows = await s.findAll('[data-testid="team-item-row"]');
+      assert(rows.length === 5, `rows ${rows.length}`);
+      await s.click('[data-testid="team-item-row"][data-id*="invoice-1"] td');
+      await waitUntil(
+        () => s.script('return document.querySelector(\'[data-testid="team-item-check"]\')?.textContent ?? "";'),
+        (t) => t.includes('json_fields') && t.includes('1250.5'),
+        'the invoice item viewed',
+      );
+      await ctx.screenshot(s, 'fixtures-team-corpus');
+
+      // The folder opens again as a team corpus, its digest verified.
+      await s.type('[data-testid="fixtures-open-dir"]', out);
+      await s.click('[data-testid="fixtures-open"]');
+      await waitUntil(() => s.attr('[data-testid="team-summary"]', 'data-source'), (v) => v === 'opened', 'the team corpus re-opened', 60000);
     },
   },
 ];

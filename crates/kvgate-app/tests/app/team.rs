@@ -226,6 +226,27 @@ async fn a_teams_prompts_are_run_judged_by_their_checks_paired_by_label_and_revi
     assert!(!team.meta.synthetic);
     assert_eq!(team.meta.item_count, 8);
     assert_eq!(team.meta.disjoint_from.len(), 1);
+    // Any corpus folder opens as what it is; the disjointness check reads a team corpus too.
+    use kvgate_app::fixtures::{check_corpora, open_any_corpus, open_corpus, OpenedCorpus};
+    let (c, e) = (Path::new(&corpus), Path::new(&calibration));
+    assert!(matches!(open_any_corpus(c).unwrap(), OpenedCorpus::Team(t) if t.items.len() == 8));
+    assert!(matches!(
+        open_any_corpus(Path::new(&format!("{ROOT}fixtures/demo/corpus"))).unwrap(),
+        OpenedCorpus::Generated(_)
+    ));
+    let err = open_corpus(c).unwrap_err();
+    assert!(
+        err.message.contains("found a team's corpus"),
+        "{}",
+        err.message
+    );
+    assert!(check_corpora(c, e).unwrap().is_disjoint());
+    assert_eq!(check_corpora(c, c).unwrap().shared_items.len(), 8);
+    assert!(
+        check_corpora(c, Path::new(&format!("{ROOT}fixtures/demo/corpus")))
+            .unwrap()
+            .is_disjoint()
+    );
 
     // B0 answers every prompt right (the English JSON total written 1250.50, equal as a
     // decimal); Q8 gets the English notice, the German clause and the German refusal wrong.
