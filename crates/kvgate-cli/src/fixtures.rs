@@ -292,7 +292,7 @@ fn print_team_meta(dir: &str, m: &kvgate_app::domain::fixtures::team::TeamCorpus
     println!("checks        {}", checks.join(", "));
     for (key, values) in &m.labels {
         let values: Vec<String> = values.iter().map(|(v, n)| format!("{v} {n}")).collect();
-        println!("label {key:<8}{}", values.join(", "));
+        println!("label {key}: {}", values.join(", "));
     }
     for d in &m.disjoint_from {
         println!(

@@ -239,3 +239,92 @@ fn variable_tracking_at_8k_is_chosen_by_name_and_counted_with_the_real_tokenizer
     );
     assert!(!twice.exists());
 }
+
+/// `kvgate fixtures import`: a team's file with bad lines exits non-zero naming each, writing
+/// nothing; the good file imports, `show` reads it back as the team's data, and `--only` with a
+/// label selects from it.
+#[test]
+fn a_teams_file_is_imported_whole_or_not_at_all_and_shown_as_the_teams() {
+    let dir = tempfile::tempdir().unwrap();
+    let line = |id: &str, lang: &str, check: &str| {
+        format!(
+            r#"{{"id":"{id}","messages":[{{"role":"user","content":"Question {id}?"}}],"labels":{{"language":"{lang}"}},"check":{check}}}"#
+        )
+    };
+    let good = [
+        line("a", "en", r#"{"kind":"exact_text","text":"A"}"#),
+        line(
+            "b",
+            "de",
+            r#"{"kind":"number","value":2.5,"tolerance":0.1}"#,
+        ),
+        line("c", "de", r#"{"kind":"refusal"}"#),
+    ]
+    .join("\n");
+    let bad = [
+        line("a", "en", r#"{"kind":"exact_text","text":"A"}"#),
+        line("a", "de", r#"{"kind":"refusal"}"#),
+        line("b", "de", r#"{"kind":"number","value":2.5,"tolerance":-1}"#),
+    ]
+    .join("\n");
+    std::fs::write(dir.path().join("good.jsonl"), good).unwrap();
+    std::fs::write(dir.path().join("bad.jsonl"), bad).unwrap();
+    let out = dir.path().join("team");
+    let path = |p: &std::path::Path| p.to_str().unwrap().to_owned();
+    let o = run(&[
+        "fixtures",
+        "import",
+        &path(&dir.path().join("bad.jsonl")),
+        "--split",
+        "evaluation",
+        "--out",
+        &path(&out),
+    ]);
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(err.contains("2 problems; nothing was written"), "{err}");
+    assert!(err.contains("line 2, $.id"), "{err}");
+    assert!(err.contains("line 3, $.check.tolerance"), "{err}");
+    assert!(!out.exists());
+
+    let o = run(&[
+        "fixtures",
+        "import",
+        &path(&dir.path().join("good.jsonl")),
+        "--split",
+        "evaluation",
+        "--out",
+        &path(&out),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let said = stdout(&o);
+    assert!(
+        said.contains("the team's own data, not synthetic"),
+        "{said}"
+    );
+    assert!(said.contains("label language: de 2, en 1"), "{said}");
+    let shown = run(&["fixtures", "show", &path(&out), "--json"]);
+    assert!(shown.status.success(), "{}", stderr(&shown));
+    let meta: serde_json::Value = serde_json::from_str(&stdout(&shown)).unwrap();
+    assert_eq!(
+        (meta["kind"].as_str(), meta["synthetic"].as_bool()),
+        (Some("team"), Some(false))
+    );
+    assert_eq!(meta["checks"]["number"], 1);
+    // Imported again into the same folder: refused, never overwritten.
+    let again = run(&[
+        "fixtures",
+        "import",
+        &path(&dir.path().join("good.jsonl")),
+        "--split",
+        "evaluation",
+        "--out",
+        &path(&out),
+    ]);
+    assert!(!again.status.success());
+    assert!(
+        stderr(&again).contains("never overwritten"),
+        "{}",
+        stderr(&again)
+    );
+}
