@@ -240,6 +240,22 @@ async fn a_teams_prompts_are_run_judged_by_their_checks_paired_by_label_and_revi
         "{}",
         err.message
     );
+    let err = kvgate_app::fixtures::export_fixtures(&kvgate_app::fixtures::ExportFixtures {
+        format: kvgate_app::fixtures::ExportFormat::InspectTask,
+        corpus_dir: corpus.clone(),
+        out_dir: dir.path().join("export").display().to_string(),
+        name: None,
+        only: None,
+        limit: None,
+        manifest_path: None,
+    })
+    .unwrap_err();
+    assert!(
+        err.message.contains("not exported as a harness task"),
+        "{}",
+        err.message
+    );
+    assert!(!dir.path().join("export").exists());
     assert!(check_corpora(c, e).unwrap().is_disjoint());
     assert_eq!(check_corpora(c, c).unwrap().shared_items.len(), 8);
     assert!(
