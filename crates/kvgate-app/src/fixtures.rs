@@ -262,12 +262,12 @@ pub fn import_fixtures(req: &ImportFixtures) -> Result<LoadedTeamCorpus, AppErro
             )
         },
     )?;
-    let mut meta_json = serde_json::to_vec_pretty(&corpus.meta)
-        .map_err(|e| AppError::new(ErrorCode::Internal, e.to_string()))?;
-    meta_json.push(b'\n');
     write_corpus_folder(
         &out,
-        &[(ITEMS_FILE, corpus.items_jsonl()), (CORPUS_FILE, meta_json)],
+        &[
+            (ITEMS_FILE, corpus.items_jsonl()),
+            (CORPUS_FILE, render_corpus_json(&corpus.meta)),
+        ],
     )?;
     Ok(LoadedTeamCorpus {
         dir: out.display().to_string(),

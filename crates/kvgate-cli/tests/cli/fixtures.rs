@@ -271,15 +271,18 @@ fn a_teams_file_is_imported_whole_or_not_at_all_and_shown_as_the_teams() {
     std::fs::write(dir.path().join("bad.jsonl"), bad).unwrap();
     let out = dir.path().join("team");
     let path = |p: &std::path::Path| p.to_str().unwrap().to_owned();
-    let o = run(&[
-        "fixtures",
-        "import",
-        &path(&dir.path().join("bad.jsonl")),
-        "--split",
-        "evaluation",
-        "--out",
-        &path(&out),
-    ]);
+    let import = |file: &str| {
+        run(&[
+            "fixtures",
+            "import",
+            &path(&dir.path().join(file)),
+            "--split",
+            "evaluation",
+            "--out",
+            &path(&out),
+        ])
+    };
+    let o = import("bad.jsonl");
     assert!(!o.status.success());
     let err = stderr(&o);
     assert!(err.contains("2 problems; nothing was written"), "{err}");
@@ -287,15 +290,7 @@ fn a_teams_file_is_imported_whole_or_not_at_all_and_shown_as_the_teams() {
     assert!(err.contains("line 3, $.check.tolerance"), "{err}");
     assert!(!out.exists());
 
-    let o = run(&[
-        "fixtures",
-        "import",
-        &path(&dir.path().join("good.jsonl")),
-        "--split",
-        "evaluation",
-        "--out",
-        &path(&out),
-    ]);
+    let o = import("good.jsonl");
     assert!(o.status.success(), "{}", stderr(&o));
     let said = stdout(&o);
     assert!(
@@ -312,15 +307,7 @@ fn a_teams_file_is_imported_whole_or_not_at_all_and_shown_as_the_teams() {
     );
     assert_eq!(meta["checks"]["number"], 1);
     // Imported again into the same folder: refused, never overwritten.
-    let again = run(&[
-        "fixtures",
-        "import",
-        &path(&dir.path().join("good.jsonl")),
-        "--split",
-        "evaluation",
-        "--out",
-        &path(&out),
-    ]);
+    let again = import("good.jsonl");
     assert!(!again.status.success());
     assert!(
         stderr(&again).contains("never overwritten"),

@@ -22,10 +22,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
-use super::json::{self, Node, Value};
+use super::json::{Node, Value};
 use super::{
-    excerpt, extracted_fields, json_string, kind_name, kind_of, validate, Decimal, ExpectedAnswer,
-    Findings, ReasonCode, ResponseOutcome, ValidatorPolicy, Verdict, REFUSAL_CODE, REFUSAL_FIELD,
+    excerpt, extracted_fields, json_string, kind_name, kind_of, read_object, unfence, validate,
+    Decimal, ExpectedAnswer, Findings, ReasonCode, ResponseOutcome, ValidatorPolicy, Verdict,
+    REFUSAL_CODE, REFUSAL_FIELD,
 };
 
 /// How one approved answer is judged.
@@ -241,6 +242,7 @@ pub fn judge(check: &AnswerCheck, outcome: &ResponseOutcome, policy: ValidatorPo
     }
     let mut findings = Findings::default();
     let mut extracted = None;
+    let mut fenced = false;
     let text = match outcome {
         ResponseOutcome::Completed { text } if !text.trim().is_empty() => text.trim(),
         // Timeouts, errors and empty outputs are judged as the validator judges them.
@@ -285,48 +287,28 @@ pub fn judge(check: &AnswerCheck, outcome: &ResponseOutcome, policy: ValidatorPo
         AnswerCheck::Number(NumberCheck { value, tolerance }) => {
             judge_number(value, tolerance, text, &mut findings)
         }
-        AnswerCheck::JsonFields(JsonFieldsCheck { expected }) => match json::parse_single(text) {
-            Ok(Node {
-                value: Value::Object(members),
-                ..
-            }) => {
+        AnswerCheck::JsonFields(JsonFieldsCheck { expected }) => {
+            // Read as the validator reads an answer object, code fence policy included.
+            let (body, is_fenced) = unfence(text, policy, &mut findings);
+            fenced = is_fenced;
+            if let Some(members) = read_object(body, &mut findings) {
                 extracted = Some(extracted_fields(&members));
                 if is_refusal(&members) && !expected.contains_key(REFUSAL_FIELD) {
                     findings.add(
                         ReasonCode::UnexpectedRefusal,
                         Some(REFUSAL_FIELD),
                         Some("the answer object".into()),
-                        Some(text.to_owned()),
+                        Some(body.to_owned()),
                         "expected the answer, found a refusal".into(),
                     );
                 } else {
                     compare_members(expected, &members, "", &mut findings);
                 }
             }
-            Ok(node) => findings.add(
-                ReasonCode::Malformed,
-                None,
-                Some("one JSON object".into()),
-                Some(excerpt(node.raw)),
-                format!(
-                    "expected exactly one JSON object, found a JSON {}",
-                    kind_name(kind_of(&node.value))
-                ),
-            ),
-            Err(err) => findings.add(
-                ReasonCode::Malformed,
-                None,
-                Some("one JSON object".into()),
-                Some(excerpt(text)),
-                format!(
-                    "expected exactly one JSON object, found text that is not: {} at byte {}",
-                    err.message, err.offset
-                ),
-            ),
-        },
+        }
         AnswerCheck::Refusal(_) => unreachable!("judged above"),
     }
-    findings.into_verdict(false, extracted)
+    findings.into_verdict(fenced, extracted)
 }
 
 fn is_refusal(members: &[(String, Node<'_>)]) -> bool {
@@ -711,6 +693,19 @@ mod tests {
             vec![ReasonCode::Malformed]
         );
         assert_eq!(run(&c, "[1]").reasons, vec![ReasonCode::Malformed]);
+        // A code fence is read as the validator reads one: refused unless the policy allows it.
+        let fenced = format!("```json\n{good}\n```");
+        let v = run(&c, &fenced);
+        assert_eq!((v.accepted, v.fenced), (false, true));
+        assert_eq!(v.reasons, vec![ReasonCode::Malformed]);
+        let allowed = judge(
+            &c,
+            &said(&fenced),
+            ValidatorPolicy {
+                allow_code_fence: true,
+            },
+        );
+        assert!(allowed.accepted && allowed.fenced, "{:?}", allowed.detail);
     }
 
     #[test]

@@ -260,48 +260,11 @@ pub fn validate(
         ResponseOutcome::Empty => findings.empty_output(),
         ResponseOutcome::Completed { text } if text.trim().is_empty() => findings.empty_output(),
         ResponseOutcome::Completed { text } => {
-            let mut body = text.trim();
-            if let Some(inner) = strip_code_fence(body) {
-                fenced = true;
-                body = inner;
-                if !policy.allow_code_fence {
-                    findings.add(
-                        ReasonCode::Malformed,
-                        None,
-                        None,
-                        None,
-                        "the object is wrapped in a markdown code fence, which the policy does not allow".into(),
-                    );
-                }
-            }
-            match json::parse_single(body) {
-                Err(err) => findings.add(
-                    ReasonCode::Malformed,
-                    None,
-                    Some("one JSON object".into()),
-                    Some(excerpt(body)),
-                    format!(
-                        "expected exactly one JSON object, found text that is not: {} at byte {}",
-                        err.message, err.offset
-                    ),
-                ),
-                Ok(Node {
-                    value: Value::Object(members),
-                    ..
-                }) => {
-                    extracted = Some(extracted_fields(&members));
-                    compare_object(expected, &members, &mut findings);
-                }
-                Ok(node) => findings.add(
-                    ReasonCode::Malformed,
-                    None,
-                    Some("one JSON object".into()),
-                    Some(excerpt(node.raw)),
-                    format!(
-                        "expected exactly one JSON object, found a JSON {}",
-                        kind_name(kind_of(&node.value))
-                    ),
-                ),
+            let (body, is_fenced) = unfence(text, policy, &mut findings);
+            fenced = is_fenced;
+            if let Some(members) = read_object(body, &mut findings) {
+                extracted = Some(extracted_fields(&members));
+                compare_object(expected, &members, &mut findings);
             }
         }
     }
@@ -351,6 +314,63 @@ impl Findings {
             fenced,
             extracted,
             detail: self.detail,
+        }
+    }
+}
+
+/// The trimmed text, or the inside of its code fence (said a finding unless the policy allows
+/// it), and whether it was fenced.
+fn unfence<'a>(text: &'a str, policy: ValidatorPolicy, findings: &mut Findings) -> (&'a str, bool) {
+    let body = text.trim();
+    let Some(inner) = strip_code_fence(body) else {
+        return (body, false);
+    };
+    if !policy.allow_code_fence {
+        findings.add(
+            ReasonCode::Malformed,
+            None,
+            None,
+            None,
+            "the object is wrapped in a markdown code fence, which the policy does not allow"
+                .into(),
+        );
+    }
+    (inner, true)
+}
+
+/// The members of `body` when it is exactly one JSON object; otherwise the finding that says
+/// what it is instead.
+fn read_object<'a>(body: &'a str, findings: &mut Findings) -> Option<Vec<(String, Node<'a>)>> {
+    match json::parse_single(body) {
+        Ok(Node {
+            value: Value::Object(members),
+            ..
+        }) => Some(members),
+        Ok(node) => {
+            findings.add(
+                ReasonCode::Malformed,
+                None,
+                Some("one JSON object".into()),
+                Some(excerpt(node.raw)),
+                format!(
+                    "expected exactly one JSON object, found a JSON {}",
+                    kind_name(kind_of(&node.value))
+                ),
+            );
+            None
+        }
+        Err(err) => {
+            findings.add(
+                ReasonCode::Malformed,
+                None,
+                Some("one JSON object".into()),
+                Some(excerpt(body)),
+                format!(
+                    "expected exactly one JSON object, found text that is not: {} at byte {}",
+                    err.message, err.offset
+                ),
+            );
+            None
         }
     }
 }
