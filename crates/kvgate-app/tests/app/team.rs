@@ -361,6 +361,29 @@ async fn a_teams_prompts_are_run_judged_by_their_checks_paired_by_label_and_revi
         ]
     );
 
+    // A labels filter lists the team's German prompts only, agreeing pairs included.
+    let german = app
+        .review_queue(
+            sid,
+            kvgate_app::review::ReviewFilter {
+                strata: kvgate_core::policy::SegmentFilter {
+                    labels: Some([("language".to_owned(), "de".to_owned())].into()),
+                    ..Default::default()
+                },
+                agreeing_sample: 10,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let mut ids: Vec<String> = german
+        .pairs
+        .iter()
+        .map(|p| p.team.as_ref().unwrap().source_id.clone())
+        .collect();
+    ids.sort();
+    assert_eq!(ids, ["c-2", "j-2", "n-2", "r-2"]);
+
     // The architecture-review packet's representative requests are the team's prompts, with
     // their labels and checks, marked as not synthetic.
     let out = dir.path().join("packet");

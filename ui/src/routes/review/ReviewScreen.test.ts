@@ -347,6 +347,26 @@ describe('Review screen', () => {
     });
   });
 
+  it("filters a team's prompts by their labels, and says a pair it cannot read", async () => {
+    ipcMock.reviewQueue.mockResolvedValue(queue([pair(1)]));
+    setup();
+    await screen.findByTestId('review-side-a');
+    await fireEvent.change(screen.getByTestId('review-filter-labels'), { target: { value: 'language=de, task=invoice' } });
+    expect(ipcMock.reviewQueue).toHaveBeenLastCalledWith(7, {
+      candidate: null,
+      strata: { labels: { language: 'de', task: 'invoice' } },
+      reason: null,
+      agreeing_sample: 0,
+    });
+    const calls = ipcMock.reviewQueue.mock.calls.length;
+    await fireEvent.change(screen.getByTestId('review-filter-labels'), { target: { value: 'language' } });
+    expect(screen.getByTestId('review-filter-labels-error').textContent).toContain('found "language"');
+    expect(ipcMock.reviewQueue.mock.calls.length).toBe(calls);
+    await fireEvent.change(screen.getByTestId('review-filter-labels'), { target: { value: ' ' } });
+    expect(screen.queryByTestId('review-filter-labels-error')).toBeNull();
+    expect(ipcMock.reviewQueue).toHaveBeenLastCalledWith(7, { candidate: null, strata: {}, reason: null, agreeing_sample: 0 });
+  });
+
   it('renders only a window of a 100,000-pair queue', async () => {
     const many = Array.from({ length: 100_000 }, (_, i) => pair(i));
     ipcMock.reviewQueue.mockResolvedValue(queue(many));

@@ -12,6 +12,7 @@ import {
   labelText,
   foldPrompt,
   markPrompt,
+  parseLabels,
   revealText,
   rowWindow,
   sameJson,
@@ -267,5 +268,14 @@ describe('foldPrompt', () => {
     expect(twelve.filter((s) => s.kind === 'fold')).toEqual([
       { kind: 'fold', lines: 8, text: records(4, 12) },
     ]);
+  });
+});
+
+describe('parseLabels', () => {
+  it('reads key=value pairs and names what it cannot read', () => {
+    expect(parseLabels('')).toEqual({ labels: null });
+    expect(parseLabels(' language=de,task=x.y ')).toEqual({ labels: { language: 'de', task: 'x.y' } });
+    expect(parseLabels('context_length=≤1024')).toEqual({ labels: { context_length: '≤1024' } });
+    for (const bad of ['language', '=de', 'language=', 'a=1 a=2']) expect('error' in parseLabels(bad)).toBe(true);
   });
 });

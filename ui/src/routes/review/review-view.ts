@@ -339,3 +339,20 @@ export function foldPrompt(segments: readonly Segment[], keep = 3, minFold = 8):
   return out;
 }
 
+/** The team labels a filter asks for, as typed: `key=value` pairs separated by spaces or commas
+ * (`language=de task=invoice`); empty text asks for none. Whether a key is one a team may use is
+ * the backend's rule; a pair without `=`, a key given twice or an empty side is said here. */
+export function parseLabels(text: string): { labels: Record<string, string> | null } | { error: string } {
+  const words = text.split(/[\s,]+/).filter((w) => w !== '');
+  if (words.length === 0) return { labels: null };
+  const labels: Record<string, string> = {};
+  for (const w of words) {
+    const at = w.indexOf('=');
+    const key = at > 0 ? w.slice(0, at) : '';
+    const value = at > 0 ? w.slice(at + 1) : '';
+    if (!key || !value) return { error: `labels: expected key=value pairs (e.g. language=de), found "${w}"` };
+    if (key in labels) return { error: `labels: expected each key once, found "${key}" again` };
+    labels[key] = value;
+  }
+  return { labels };
+}
