@@ -14,7 +14,7 @@ vi.mock('$lib/ipc', async (importOriginal) => ({
   validateManifest: vi.fn(),
   manifestCapacity: vi.fn(),
   generateFixtures: vi.fn(),
-  openCorpus: vi.fn(),
+  openAnyCorpus: vi.fn(),
   checkCorpora: vi.fn(),
   listRuns: vi.fn(),
   localServers: vi.fn(),
@@ -242,7 +242,9 @@ describe('App shell', () => {
   });
 
   it('shows the Fixtures screen with its forms, and keeps an opened corpus while other screens are visited', async () => {
-    ipcMock.openCorpus.mockResolvedValue({
+    ipcMock.openAnyCorpus.mockResolvedValue({
+      kind: 'generated',
+      corpus: {
       dir: '/tmp/corpora/eval-7',
       meta: {
         synthetic: true,
@@ -261,6 +263,7 @@ describe('App shell', () => {
         items_sha256: 'e'.repeat(64),
       },
       items: [],
+      },
     });
     render(App);
     await fireEvent.keyDown(window, { key: '4', code: 'Digit4', altKey: true });
@@ -275,7 +278,7 @@ describe('App shell', () => {
     await screen.findByTestId('screen-studies');
     await fireEvent.keyDown(window, { key: '4', code: 'Digit4', altKey: true });
     expect((await screen.findByTestId('corpus-items-sha256')).textContent).toBe('e'.repeat(64));
-    expect(ipcMock.openCorpus).toHaveBeenCalledTimes(1);
+    expect(ipcMock.openAnyCorpus).toHaveBeenCalledTimes(1);
   });
 
   it('hides results until a policy is locked, and leads from Results to the Policy screen', async () => {
