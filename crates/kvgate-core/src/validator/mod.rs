@@ -375,6 +375,35 @@ fn read_object<'a>(body: &'a str, findings: &mut Findings) -> Option<Vec<(String
     }
 }
 
+/// The JSON path (`$.labels.language`) of the first key written twice in one object of `text`,
+/// when `text` is one JSON value; serde keeps the last of two keys without a word, so readers
+/// of files ask this first.
+pub(crate) fn repeated_key_path(text: &str) -> Option<String> {
+    fn walk(node: &Node<'_>, path: &str) -> Option<String> {
+        match &node.value {
+            Value::Object(members) => {
+                let mut seen = std::collections::BTreeSet::new();
+                for (key, child) in members {
+                    let here = format!("{path}.{key}");
+                    if !seen.insert(key.as_str()) {
+                        return Some(here);
+                    }
+                    if let Some(p) = walk(child, &here) {
+                        return Some(p);
+                    }
+                }
+                None
+            }
+            Value::Array(elements) => elements
+                .iter()
+                .enumerate()
+                .find_map(|(i, child)| walk(child, &format!("{path}[{i}]"))),
+            _ => None,
+        }
+    }
+    walk(&json::parse_single(text).ok()?, "$")
+}
+
 /// The inside of one ```` ``` ```` or ```` ```json ```` fence spanning the whole (trimmed) text.
 fn strip_code_fence(text: &str) -> Option<&str> {
     let rest = text.strip_prefix("```")?;
