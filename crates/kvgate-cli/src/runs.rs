@@ -93,7 +93,8 @@ pub enum RunCommand {
         #[arg(long)]
         limit: Option<u32>,
         /// Send only items of a stratum, e.g. `--only length_class=short --only task_type=literal`
-        /// (keys: language, length_class, position, task_type, answer_kind); applied before --limit
+        /// (keys: language, length_class, position, task_type, answer_kind; a team corpus's
+        /// labels as `label.KEY`, e.g. `--only label.language=de`); applied before --limit
         #[arg(long, value_name = "KEY=VALUE")]
         only: Vec<String>,
         /// Send only the selected items a cell has not answered yet (same item, same prompt) in
@@ -755,4 +756,37 @@ pub(crate) fn strata_filter(pairs: &[String]) -> Result<Option<SegmentFilter>, A
     serde_json::from_value(serde_json::Value::Object(map))
         .map(Some)
         .map_err(|e| AppError::new(ErrorCode::InvalidInput, format!("--only: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::strata_filter;
+
+    fn pairs(p: &[&str]) -> Vec<String> {
+        p.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn label_keys_fill_the_labels_filter_and_a_key_twice_is_refused() {
+        let f = strata_filter(&pairs(&[
+            "label.language=de",
+            "label.task=x",
+            "language=en",
+        ]))
+        .unwrap()
+        .unwrap();
+        let labels = f.labels.unwrap();
+        assert_eq!(labels["language"], "de");
+        assert_eq!(labels["task"], "x");
+        assert_eq!(f.language.map(|l| l.as_str()), Some("en"));
+        for bad in [
+            &["label.language=de", "label.language=en"][..],
+            &["language=de", "language=en"][..],
+            &["label.language"][..],
+            &["colour=red"][..],
+        ] {
+            assert!(strata_filter(&pairs(bad)).is_err(), "{bad:?}");
+        }
+        assert_eq!(strata_filter(&[]).unwrap(), None);
+    }
 }
