@@ -742,18 +742,31 @@ pub fn check_corpora(a: &Path, b: &Path) -> Result<DisjointReport, AppError> {
     Ok(report)
 }
 
+/// One response text as the runner records it: empty, or completed with the text.
+fn outcome_of(response: &str) -> ResponseOutcome {
+    if response.trim().is_empty() {
+        ResponseOutcome::Empty
+    } else {
+        ResponseOutcome::Completed {
+            text: response.to_owned(),
+        }
+    }
+}
+
 /// The validator's verdict on one response text for one item's approved answer.
 pub fn validate_response(
     expected: &ExpectedAnswer,
     response: &str,
     policy: ValidatorPolicy,
 ) -> Verdict {
-    let outcome = if response.trim().is_empty() {
-        ResponseOutcome::Empty
-    } else {
-        ResponseOutcome::Completed {
-            text: response.to_owned(),
-        }
-    };
-    validate(expected, &outcome, policy)
+    validate(expected, &outcome_of(response), policy)
+}
+
+/// The verdict on one response text by a team item's answer check.
+pub fn judge_response(
+    check: &kvgate_core::validator::AnswerCheck,
+    response: &str,
+    policy: ValidatorPolicy,
+) -> Verdict {
+    kvgate_core::validator::judge(check, &outcome_of(response), policy)
 }

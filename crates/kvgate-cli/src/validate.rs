@@ -1,17 +1,19 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use kvgate_app::domain::validator::{ExpectedAnswer, ValidatorPolicy};
-use kvgate_app::fixtures::validate_response;
+use kvgate_app::domain::validator::{AnswerCheck, ExpectedAnswer, ValidatorPolicy};
+use kvgate_app::fixtures::{judge_response, validate_response};
 use kvgate_app::{AppError, ErrorCode};
 
 use crate::{print_json, Outcome};
 
-/// Validate one response against one fixture item; prints the verdict as JSON and exits 0
+/// Validate one response against one fixture item (or a team item's check); prints the verdict
+/// as JSON and exits 0
 /// whenever a verdict was produced (accepted or not)
 #[derive(Debug, Args)]
 pub struct ValidateArgs {
-    /// A fixture item (one line of items.jsonl) or any JSON object with an `expected` answer
+    /// A fixture item (one line of items.jsonl) or any JSON object with an `expected` answer; or
+    /// a team's item, judged by its `check`
     #[arg(long)]
     item: PathBuf,
     /// The model's response text
@@ -43,6 +45,30 @@ pub fn run(args: ValidateArgs) -> Result<Outcome, AppError> {
             ),
         )
     })?;
+    let response = read(&args.response)?;
+    let policy = ValidatorPolicy {
+        allow_code_fence: args.allow_fence,
+    };
+    // A team's item (a line of a team corpus, or of the file imported) names its check.
+    if let Some(check) = item.get("check").cloned() {
+        let check: AnswerCheck = serde_json::from_value(check).map_err(|e| {
+            AppError::new(
+                ErrorCode::InvalidInput,
+                format!("{}: field `check`: {e}", args.item.display()),
+            )
+        })?;
+        if let Some((path, expected, found)) = check.problems().into_iter().next() {
+            return Err(AppError::new(
+                ErrorCode::InvalidInput,
+                format!(
+                    "{}: field `{path}`: expected {expected}, found {found}",
+                    args.item.display()
+                ),
+            ));
+        }
+        print_json(&judge_response(&check, &response, policy))?;
+        return Ok(Outcome::Success);
+    }
     let expected = item.get("expected").cloned().ok_or_else(|| {
         AppError::new(
             ErrorCode::InvalidInput,
@@ -58,14 +84,7 @@ pub fn run(args: ValidateArgs) -> Result<Outcome, AppError> {
             format!("{}: field `expected`: {e}", args.item.display()),
         )
     })?;
-    let response = read(&args.response)?;
-    let verdict = validate_response(
-        &expected,
-        &response,
-        ValidatorPolicy {
-            allow_code_fence: args.allow_fence,
-        },
-    );
+    let verdict = validate_response(&expected, &response, policy);
     print_json(&verdict)?;
     Ok(Outcome::Success)
 }

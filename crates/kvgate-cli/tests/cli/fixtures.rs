@@ -154,6 +154,26 @@ fn validate_prints_a_verdict_for_every_response() {
         "{}",
         stderr(&o)
     );
+
+    // A team's item is judged by its check; a check that cannot judge is named.
+    std::fs::write(
+        &item,
+        r#"{"id": "t", "check": {"kind": "number", "value": 0.3, "tolerance": 0.1}}"#,
+    )
+    .unwrap();
+    assert_eq!(verdict(" 0.4 ", &[])["accepted"], true);
+    let far = verdict("0.41", &[]);
+    assert_eq!(far["reasons"], serde_json::json!(["wrong_value"]));
+    std::fs::write(&item, r#"{"check": {"kind": "regex", "pattern": "(a"}}"#).unwrap();
+    let o = run(&[
+        "validate",
+        "--item",
+        item.to_str().unwrap(),
+        "--response",
+        dir.path().join("response.txt").to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("check.pattern"), "{}", stderr(&o));
 }
 
 #[test]
