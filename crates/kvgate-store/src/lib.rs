@@ -16,6 +16,7 @@ mod progress;
 mod recovery;
 mod review;
 mod revision;
+mod run_columns;
 mod runs;
 mod settings;
 mod studies;
@@ -25,10 +26,13 @@ mod versions;
 pub use error::StoreError;
 pub use imports::{AggregateRow, ImportRecord, ImportedRun, NewImport, StreamedRows};
 pub use manifests::ManifestRecord;
-pub use measured::{JudgedRequest, MeasuredRequest, MEASURED_REQUESTS_SQL};
+pub use measured::{
+    JudgedRequest, MeasuredRequest, MEASURED_REQUESTS_SQL, RUN_MEASURED_REQUESTS_SQL,
+};
 pub use policies::PolicyRecord;
 pub use recovery::RecoveryPlanRecord;
 pub use review::AdjudicationRow;
+pub use run_columns::{ColumnsDictionary, ColumnsPart, ColumnsRow, PART_ROWS};
 pub use runs::{
     Granularity, HarnessReference, ImportedRequest, MetricScrapeRow, NewRun, RequestRowSource,
     RunEvidence, RunKind, RunProvenance, RunRecord, RunState, StoredRequest,

@@ -6,6 +6,8 @@ use std::os::raw::c_int;
 use kvgate_core::run::RequestStatus;
 use libsqlite3_sys as ffi;
 
+use sqlx::SqliteConnection;
+
 use crate::{Store, StoreError};
 
 /// One measured (non-warm-up) request, reduced to what the analysis reads.
@@ -37,13 +39,37 @@ pub struct MeasuredRequest<'a> {
 // per-token time is its own column, written with the row (see `runs::engine_itl_ms`).
 // Ordered by `r.id` (equal to `q.run_id` by the join) so SQLite walks the runs index and the
 // requests' primary key in order instead of sorting every row in a temporary B-tree.
+/// The columns of a measured request, in the order [`measured_row`] reads them.
+macro_rules! measured_columns {
+    () => {
+        "q.run_id, q.idx, q.repeat, q.item_id, q.status, q.planned_arrival_ms, q.dispatch_ms, \
+         q.first_token_ms, q.finish_ms, q.prompt_tokens, q.completion_tokens, \
+         q.verdict_accepted, q.prompt_sha256, q.client_delay_ms, q.engine_itl_ms"
+    };
+}
+
 /// The query of [`Store::for_each_measured_request`], public so that its plan can be checked.
-pub const MEASURED_REQUESTS_SQL: &str = "SELECT q.run_id, q.idx, q.repeat, q.item_id, q.status, \
-     q.planned_arrival_ms, q.dispatch_ms, q.first_token_ms, q.finish_ms, q.prompt_tokens, \
-     q.completion_tokens, q.verdict_accepted, q.prompt_sha256, q.client_delay_ms, \
-     q.engine_itl_ms \
-     FROM runs r JOIN run_requests q ON q.run_id = r.id AND q.warmup = 0 \
-     WHERE r.study_id = ? ORDER BY r.id, q.idx";
+pub const MEASURED_REQUESTS_SQL: &str = concat!(
+    "SELECT ",
+    measured_columns!(),
+    " FROM runs r JOIN run_requests q ON q.run_id = r.id AND q.warmup = 0 \
+     WHERE r.study_id = ? ORDER BY r.id, q.idx"
+);
+
+/// The measured requests of one run, in plan order (the same index, one run's range of it).
+pub const RUN_MEASURED_REQUESTS_SQL: &str = concat!(
+    "SELECT ",
+    measured_columns!(),
+    " FROM run_requests q WHERE q.run_id = ? AND q.warmup = 0 ORDER BY q.idx"
+);
+
+/// At most `?3` measured requests of run `?1` after plan index `?2`, in plan order.
+pub(crate) const RUN_MEASURED_PAGE_SQL: &str = concat!(
+    "SELECT ",
+    measured_columns!(),
+    " FROM run_requests q WHERE q.run_id = ?1 AND q.warmup = 0 AND q.idx > ?2 \
+     ORDER BY q.idx LIMIT ?3"
+);
 
 fn non_negative(v: Option<i64>) -> Option<u64> {
     v.and_then(|v| u64::try_from(v).ok())
@@ -102,51 +128,118 @@ fn corrupt(run_id: i64, column: &'static str, expected: &'static str, found: &[u
     }
 }
 
+/// Steps `sql` (integer parameters `params`, bound in order) through SQLite's own API on
+/// `conn`, calling `row` on each row: through sqlx each row would cross threads on its own, which
+/// costs more than reading it. Blocks its thread while it reads. The number of rows.
+pub(crate) async fn step_on(
+    conn: &mut SqliteConnection,
+    sql: &str,
+    what: &str,
+    params: &[i64],
+    mut row: impl FnMut(*mut ffi::sqlite3_stmt) -> Result<(), StoreError>,
+) -> Result<u64, StoreError> {
+    let mut handle = conn.lock_handle().await?;
+    let db = handle.as_raw_handle().as_ptr();
+    let mut n = 0;
+    // SAFETY: `db` is a valid handle, locked for this thread until `handle` is dropped; the
+    // statement is prepared, stepped and finalized before that.
+    unsafe {
+        let mut raw = std::ptr::null_mut();
+        let rc = ffi::sqlite3_prepare_v2(
+            db,
+            sql.as_ptr().cast(),
+            sql.len() as c_int,
+            &mut raw,
+            std::ptr::null_mut(),
+        );
+        if rc != ffi::SQLITE_OK {
+            return Err(sqlite_error(db, &format!("preparing {what}")));
+        }
+        let stmt = Statement(raw);
+        for (i, param) in params.iter().enumerate() {
+            if ffi::sqlite3_bind_int64(stmt.0, i as c_int + 1, *param) != ffi::SQLITE_OK {
+                return Err(sqlite_error(db, &format!("binding the query of {what}")));
+            }
+        }
+        loop {
+            match ffi::sqlite3_step(stmt.0) {
+                ffi::SQLITE_ROW => {}
+                ffi::SQLITE_DONE => break,
+                _ => return Err(sqlite_error(db, &format!("reading {what}"))),
+            }
+            row(stmt.0)?;
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
+/// A row of a query selecting [`measured_columns`], as a measured request.
+///
+/// SAFETY: `s` holds a row of such a query; what is borrowed is valid until the next step.
+pub(crate) unsafe fn measured_row<'a>(
+    s: *mut ffi::sqlite3_stmt,
+) -> Result<MeasuredRequest<'a>, StoreError> {
+    let run_id = ffi::sqlite3_column_int64(s, 0);
+    let status_text = opt_text(s, 4).unwrap_or_default();
+    let status = std::str::from_utf8(status_text)
+        .ok()
+        .and_then(RequestStatus::parse)
+        .ok_or_else(|| {
+            corrupt(
+                run_id,
+                "status",
+                "ok, error, timeout, rejected or unfinished",
+                status_text,
+            )
+        })?;
+    let item_id = match opt_text(s, 3) {
+        None => None,
+        Some(bytes) => Some(
+            std::str::from_utf8(bytes)
+                .map_err(|_| corrupt(run_id, "item_id", "UTF-8 text", bytes))?,
+        ),
+    };
+    let prompt_sha256 = match opt_text(s, 12) {
+        None => None,
+        Some(bytes) => Some(
+            std::str::from_utf8(bytes)
+                .map_err(|_| corrupt(run_id, "prompt_sha256", "UTF-8 text", bytes))?,
+        ),
+    };
+    let planned =
+        opt_f64(s, 5).ok_or_else(|| corrupt(run_id, "planned_arrival_ms", "a number", b"NULL"))?;
+    let repeat = ffi::sqlite3_column_int64(s, 2);
+    Ok(MeasuredRequest {
+        run_id,
+        idx: ffi::sqlite3_column_int64(s, 1),
+        repeat: u32::try_from(repeat).unwrap_or(u32::MAX),
+        item_id,
+        status,
+        planned_arrival_ms: planned,
+        dispatch_ms: opt_f64(s, 6),
+        first_token_ms: opt_f64(s, 7),
+        finish_ms: opt_f64(s, 8),
+        prompt_tokens: non_negative(opt_i64(s, 9)),
+        completion_tokens: non_negative(opt_i64(s, 10)),
+        accepted: opt_i64(s, 11).map(|v| v != 0),
+        prompt_sha256,
+        client_delay_ms: opt_f64(s, 13),
+        engine_itl_ms: opt_f64(s, 14),
+    })
+}
+
 impl Store {
-    /// Steps `sql` (one integer parameter, `param`) through SQLite's own API on a connection
-    /// locked out of the pool's worker, calling `row` on each row: through sqlx each row would
-    /// cross threads on its own, which costs more than reading it. Blocks its thread while it
-    /// reads. The number of rows.
+    /// [`step_on`] a connection of the pool.
     async fn step_rows(
         &self,
         sql: &str,
         what: &str,
         param: i64,
-        mut row: impl FnMut(*mut ffi::sqlite3_stmt) -> Result<(), StoreError>,
+        row: impl FnMut(*mut ffi::sqlite3_stmt) -> Result<(), StoreError>,
     ) -> Result<u64, StoreError> {
         let mut conn = self.pool.acquire().await?;
-        let mut handle = conn.lock_handle().await?;
-        let db = handle.as_raw_handle().as_ptr();
-        let mut n = 0;
-        // SAFETY: `db` is a valid handle, locked for this thread until `handle` is dropped; the
-        // statement is prepared, stepped and finalized before that.
-        unsafe {
-            let mut raw = std::ptr::null_mut();
-            let rc = ffi::sqlite3_prepare_v2(
-                db,
-                sql.as_ptr().cast(),
-                sql.len() as c_int,
-                &mut raw,
-                std::ptr::null_mut(),
-            );
-            if rc != ffi::SQLITE_OK {
-                return Err(sqlite_error(db, &format!("preparing {what}")));
-            }
-            let stmt = Statement(raw);
-            if ffi::sqlite3_bind_int64(stmt.0, 1, param) != ffi::SQLITE_OK {
-                return Err(sqlite_error(db, &format!("binding the query of {what}")));
-            }
-            loop {
-                match ffi::sqlite3_step(stmt.0) {
-                    ffi::SQLITE_ROW => {}
-                    ffi::SQLITE_DONE => break,
-                    _ => return Err(sqlite_error(db, &format!("reading {what}"))),
-                }
-                row(stmt.0)?;
-                n += 1;
-            }
-        }
-        Ok(n)
+        step_on(&mut conn, sql, what, &[param], row).await
     }
 
     /// Calls `each` with every measured request of the study's runs, in run and plan order.
@@ -163,60 +256,24 @@ impl Store {
             MEASURED_REQUESTS_SQL,
             "the measured requests",
             study_id,
-            |s| {
-                // SAFETY: `s` holds a row of the query; column pointers are used before the next step.
-                unsafe {
-                    let run_id = ffi::sqlite3_column_int64(s, 0);
-                    let status_text = opt_text(s, 4).unwrap_or_default();
-                    let status = std::str::from_utf8(status_text)
-                        .ok()
-                        .and_then(RequestStatus::parse)
-                        .ok_or_else(|| {
-                            corrupt(
-                                run_id,
-                                "status",
-                                "ok, error, timeout, rejected or unfinished",
-                                status_text,
-                            )
-                        })?;
-                    let item_id = match opt_text(s, 3) {
-                        None => None,
-                        Some(bytes) => Some(
-                            std::str::from_utf8(bytes)
-                                .map_err(|_| corrupt(run_id, "item_id", "UTF-8 text", bytes))?,
-                        ),
-                    };
-                    let prompt_sha256 =
-                        match opt_text(s, 12) {
-                            None => None,
-                            Some(bytes) => Some(std::str::from_utf8(bytes).map_err(|_| {
-                                corrupt(run_id, "prompt_sha256", "UTF-8 text", bytes)
-                            })?),
-                        };
-                    let planned = opt_f64(s, 5).ok_or_else(|| {
-                        corrupt(run_id, "planned_arrival_ms", "a number", b"NULL")
-                    })?;
-                    let repeat = ffi::sqlite3_column_int64(s, 2);
-                    each(MeasuredRequest {
-                        run_id,
-                        idx: ffi::sqlite3_column_int64(s, 1),
-                        repeat: u32::try_from(repeat).unwrap_or(u32::MAX),
-                        item_id,
-                        status,
-                        planned_arrival_ms: planned,
-                        dispatch_ms: opt_f64(s, 6),
-                        first_token_ms: opt_f64(s, 7),
-                        finish_ms: opt_f64(s, 8),
-                        prompt_tokens: non_negative(opt_i64(s, 9)),
-                        completion_tokens: non_negative(opt_i64(s, 10)),
-                        accepted: opt_i64(s, 11).map(|v| v != 0),
-                        prompt_sha256,
-                        client_delay_ms: opt_f64(s, 13),
-                        engine_itl_ms: opt_f64(s, 14),
-                    });
-                }
-                Ok(())
-            },
+            // SAFETY: `s` holds a row of the query; what it borrows is used before the next step.
+            |s| unsafe { measured_row(s) }.map(&mut each),
+        )
+        .await
+    }
+
+    /// [`Store::for_each_measured_request`] for the measured requests of one run.
+    pub async fn for_each_measured_request_of_run(
+        &self,
+        run_id: i64,
+        mut each: impl FnMut(MeasuredRequest<'_>),
+    ) -> Result<u64, StoreError> {
+        self.step_rows(
+            RUN_MEASURED_REQUESTS_SQL,
+            "the measured requests of a run",
+            run_id,
+            // SAFETY: as above.
+            |s| unsafe { measured_row(s) }.map(&mut each),
         )
         .await
     }

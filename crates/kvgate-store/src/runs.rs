@@ -907,6 +907,8 @@ pub(crate) async fn write_final_state(
     planned: Option<i64>,
     note: Option<&str>,
 ) -> Result<RunRecord, StoreError> {
+    // The measured requests as columns for the analysis, from the rows just written.
+    crate::run_columns::write_run_columns(tx, run_id).await?;
     // The final state last: from here on the triggers refuse any change to the run.
     let finish = concat!(
         "UPDATE runs SET state = ?, finished_at = ?, elapsed_ms = ?, planned = ?, note = ?, ",

@@ -17,7 +17,7 @@ use std::collections::HashMap;
 /// compared whole: two digests are the same prompt only when equal.
 type FastHash = foldhash::fast::RandomState;
 
-use crate::{RunState, Store, StoreError};
+use crate::{MeasuredRequest, RunState, Store, StoreError};
 use kvgate_core::analysis::{
     CapacityEvidence, CellInput, Intervention, RequestRow, RunInput, StudyInput,
 };
@@ -272,82 +272,87 @@ pub async fn load_study(
     for (cell, evidence) in cells.iter_mut().zip(evidence) {
         evidence.close(cell);
     }
-    let mut items: Vec<(String, Option<ItemStrata>)> = Vec::new();
-    // Item ids repeat once per cell and pass: looked up by the borrowed row text.
-    let mut item_index: HashMap<String, u32, FastHash> = HashMap::default();
-    // Per item: the prompt its last row sent.
-    let mut item_prompt: Vec<Option<u32>> = Vec::new();
-    let mut prompts = Prompts::default();
-    let mut corpus_cache: HashMap<String, Result<Vec<CorpusItem>, String>> = HashMap::new();
-    let mut last: Option<(i64, usize, usize, usize)> = None;
-    store
-        .for_each_measured_request(study_id, |q| {
-            let slot = match last {
-                Some((id, ci, ri, pi)) if id == q.run_id => Some((ci, ri, pi)),
-                _ => run_slot
-                    .get(&q.run_id)
-                    .map(|&(ci, ri)| (ci, ri, prompt_slot[&q.run_id])),
-            };
-            let Some((ci, ri, pi)) = slot else { return };
-            last = Some((q.run_id, ci, ri, pi));
-            let item = q.item_id.map(|id| match item_index.get(id) {
-                Some(&i) => i,
-                None => {
-                    let i = items.len() as u32;
-                    items.push((id.to_owned(), ItemStrata::from_item_id(id)));
-                    item_index.insert(id.to_owned(), i);
-                    item_prompt.push(None);
-                    i
+    let mut rows = Rows {
+        items: Vec::new(),
+        item_index: HashMap::default(),
+        item_prompt: Vec::new(),
+        prompts: Prompts::default(),
+        corpus_cache: HashMap::new(),
+        run_prompts,
+        manifests: &parsed,
+        corpora,
+    };
+    // Runs in id order, as the rows are numbered: each from its columns when it has them, else
+    // from its rows; both hand the same requests to the same `Rows::row`, in the same order.
+    let mut loaded: Vec<(&crate::RunRecord, (usize, usize))> = runs
+        .iter()
+        .filter_map(|r| run_slot.get(&r.id).map(|&slot| (r, slot)))
+        .collect();
+    loaded.sort_by_key(|(r, _)| r.id);
+    for (run, (ci, ri)) in loaded {
+        let pi = prompt_slot[&run.id];
+        let requests = &mut cells[ci].runs[ri].requests;
+        let measured = u64::try_from(run.ok + run.failed).unwrap_or(0);
+        let mut item_of: Vec<Option<u32>> = Vec::new();
+        let mut prompt_of: Vec<Option<u32>> = Vec::new();
+        let columns = store
+            .read_run_columns(run.id, measured, |dictionary, part| {
+                if item_of.is_empty() && prompt_of.is_empty() {
+                    item_of = vec![None; dictionary.item_count()];
+                    prompt_of = vec![None; dictionary.prompt_count()];
+                    requests.reserve(dictionary.rows as usize);
                 }
-            });
-            let prompt = match (q.prompt_sha256, q.item_id) {
-                (Some(digest), _) => Some(match item {
-                    Some(i) => prompts.intern_for(digest, &mut item_prompt[i as usize]),
-                    None => prompts.intern(digest),
-                }),
-                (None, None) => None,
-                (None, Some(id)) => {
-                    let rp = &mut run_prompts[pi];
-                    if rp.recomputed.is_none() {
-                        let found =
-                            recompute(rp, &parsed, &mut corpus_cache, corpora, &mut prompts);
-                        rp.recomputed = Some(found);
-                    }
-                    rp.recomputed
-                        .as_ref()
-                        .and_then(|r| r.as_ref().ok())
-                        .and_then(|m| m.get(id).copied())
+                for i in 0..part.rows() {
+                    let c = part.row(i);
+                    // `Rows::row` reads the item's id only to recompute a missing digest or to
+                    // take the item's token count: read from the dictionary on every row, it
+                    // would be a cache miss each.
+                    let needs_id = c.prompt.is_none() || c.prompt_tokens.is_none();
+                    let item_id = c.item.filter(|_| needs_id).map(|k| dictionary.item(k));
+                    // First the run's own numbering: a string is looked up once per run.
+                    let item = c.item.map(|k| {
+                        *item_of[k as usize].get_or_insert_with(|| rows.item(dictionary.item(k)))
+                    });
+                    let prompt = c.prompt.map(|k| {
+                        *prompt_of[k as usize]
+                            .get_or_insert_with(|| rows.prompts.intern(dictionary.prompt(k)))
+                    });
+                    let q = MeasuredRequest {
+                        run_id: run.id,
+                        idx: 0,
+                        repeat: c.repeat,
+                        item_id,
+                        status: c.status,
+                        planned_arrival_ms: c.planned_arrival_ms,
+                        dispatch_ms: c.dispatch_ms,
+                        first_token_ms: c.first_token_ms,
+                        finish_ms: c.finish_ms,
+                        prompt_tokens: c.prompt_tokens,
+                        completion_tokens: c.completion_tokens,
+                        accepted: c.accepted,
+                        // Known by its number (`prompt`).
+                        prompt_sha256: None,
+                        client_delay_ms: c.client_delay_ms,
+                        engine_itl_ms: c.engine_itl_ms,
+                    };
+                    requests.push(rows.row(pi, &q, Some((item, prompt))));
                 }
-            };
-            // A request without its own input token count takes its fixture item's.
-            let item_input_tokens = match (q.prompt_tokens, q.item_id) {
-                (None, Some(id)) => {
-                    let rp = &mut run_prompts[pi];
-                    if rp.tokens.is_none() {
-                        rp.tokens = Some(item_tokens(rp, &mut corpus_cache, corpora));
-                    }
-                    rp.tokens.as_ref().and_then(|m| m.get(id).copied())
-                }
-                _ => None,
-            };
-            cells[ci].runs[ri].requests.push(RequestRow {
-                item,
-                prompt,
-                repeat: q.repeat,
-                status: q.status,
-                planned_ms: q.planned_arrival_ms,
-                dispatch_ms: q.dispatch_ms.into(),
-                first_token_ms: q.first_token_ms.into(),
-                finish_ms: q.finish_ms.into(),
-                prompt_tokens: q.prompt_tokens.into(),
-                completion_tokens: q.completion_tokens.into(),
-                accepted: q.accepted,
-                item_input_tokens: item_input_tokens.into(),
-                client_delay_ms: q.client_delay_ms.into(),
-                engine_itl_ms: q.engine_itl_ms.into(),
-            });
-        })
-        .await?;
+            })
+            .await?;
+        if columns.is_none() {
+            store
+                .for_each_measured_request_of_run(run.id, |q| {
+                    requests.push(rows.row(pi, &q, None));
+                })
+                .await?;
+        }
+    }
+    let Rows {
+        items,
+        prompts,
+        run_prompts,
+        ..
+    } = rows;
     // Say why rows that name an item have no digest: the recomputation failed, or the item is
     // not in the corpus found.
     for (run_id, &(ci, ri)) in &run_slot {
@@ -388,6 +393,107 @@ pub async fn load_study(
         prompts: prompts.list,
         cells,
     })
+}
+
+/// The load's numbering of items and prompts, and what it recomputes per run, shared by the two
+/// ways a run's requests are read (its columns, its rows).
+struct Rows<'a, 'c> {
+    items: Vec<(String, Option<ItemStrata>)>,
+    // Item ids repeat once per cell and pass: looked up by the borrowed row text.
+    item_index: HashMap<String, u32, FastHash>,
+    /// Per item: the prompt its last row sent.
+    item_prompt: Vec<Option<u32>>,
+    prompts: Prompts,
+    corpus_cache: HashMap<String, Result<Vec<CorpusItem>, String>>,
+    run_prompts: Vec<RunPrompts>,
+    manifests: &'a [Option<Manifest>],
+    corpora: &'a mut CorpusSource<'c>,
+}
+
+impl Rows<'_, '_> {
+    /// The study's number of item `id`.
+    fn item(&mut self, id: &str) -> u32 {
+        if let Some(&i) = self.item_index.get(id) {
+            return i;
+        }
+        let i = self.items.len() as u32;
+        self.items
+            .push((id.to_owned(), ItemStrata::from_item_id(id)));
+        self.item_index.insert(id.to_owned(), i);
+        self.item_prompt.push(None);
+        i
+    }
+
+    /// Request `q` of the run whose prompts are `run_prompts[pi]`, as the analysis reads it.
+    /// `known`: its item's and its digest's numbers when the caller has them already.
+    fn row(
+        &mut self,
+        pi: usize,
+        q: &MeasuredRequest<'_>,
+        known: Option<(Option<u32>, Option<u32>)>,
+    ) -> RequestRow {
+        let (item, digest) = match known {
+            Some(found) => found,
+            None => {
+                let item = q.item_id.map(|id| self.item(id));
+                let digest = q.prompt_sha256.map(|digest| match item {
+                    Some(i) => self
+                        .prompts
+                        .intern_for(digest, &mut self.item_prompt[i as usize]),
+                    None => self.prompts.intern(digest),
+                });
+                (item, digest)
+            }
+        };
+        let prompt = match (digest, q.item_id) {
+            (Some(p), _) => Some(p),
+            (None, None) => None,
+            (None, Some(id)) => {
+                let rp = &mut self.run_prompts[pi];
+                if rp.recomputed.is_none() {
+                    let found = recompute(
+                        rp,
+                        self.manifests,
+                        &mut self.corpus_cache,
+                        self.corpora,
+                        &mut self.prompts,
+                    );
+                    rp.recomputed = Some(found);
+                }
+                rp.recomputed
+                    .as_ref()
+                    .and_then(|r| r.as_ref().ok())
+                    .and_then(|m| m.get(id).copied())
+            }
+        };
+        // A request without its own input token count takes its fixture item's.
+        let item_input_tokens = match (q.prompt_tokens, q.item_id) {
+            (None, Some(id)) => {
+                let rp = &mut self.run_prompts[pi];
+                if rp.tokens.is_none() {
+                    rp.tokens = Some(item_tokens(rp, &mut self.corpus_cache, self.corpora));
+                }
+                rp.tokens.as_ref().and_then(|m| m.get(id).copied())
+            }
+            _ => None,
+        };
+        RequestRow {
+            item,
+            prompt,
+            repeat: q.repeat,
+            status: q.status,
+            planned_ms: q.planned_arrival_ms,
+            dispatch_ms: q.dispatch_ms.into(),
+            first_token_ms: q.first_token_ms.into(),
+            finish_ms: q.finish_ms.into(),
+            prompt_tokens: q.prompt_tokens.into(),
+            completion_tokens: q.completion_tokens.into(),
+            accepted: q.accepted,
+            item_input_tokens: item_input_tokens.into(),
+            client_delay_ms: q.client_delay_ms.into(),
+            engine_itl_ms: q.engine_itl_ms.into(),
+        }
+    }
 }
 
 /// The input token count of each item of a run's corpus (by the pinned tokenizer, as the corpus

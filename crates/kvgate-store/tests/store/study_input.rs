@@ -385,3 +385,300 @@ async fn each_runs_scrapes_become_its_load_series_with_restarts() {
     assert_eq!(s.points[1].kv_usage, Some(0.9));
     assert_eq!(s.points[2].kv_usage, None);
 }
+
+/// A finished quality run of `cell` over the demo corpus with `n` measured requests (and two
+/// warm-ups) that vary every field the analysis reads: items (and none), digests (and none),
+/// statuses, verdicts (and none), times (and none), token counts (and none, then the item's).
+async fn varied_run(
+    store: &Store,
+    sid: i64,
+    manifest_id: i64,
+    items: &[FixtureItem],
+    n: usize,
+) -> i64 {
+    let config = json!({"kind": "quality", "seed": 7, "concurrency": 4, "repeats": 2,
+        "corpus": {"dir": "fixtures/elsewhere", "items_sha256": demo_sha()}});
+    let run = store
+        .create_run(&NewRun {
+            study_id: sid,
+            manifest_id,
+            kind: RunKind::Quality,
+            label: "varied".into(),
+            provenance: RunProvenance::Recorded,
+            config_json: config.to_string(),
+            config_sha256: kvgate_core::canonical::canonical_sha256(&config),
+            wall_anchor_unix_ms: 1_780_000_000_000,
+            started_at: "2026-12-01T10:00:00.000Z".into(),
+            owner_pid: None,
+        })
+        .await
+        .unwrap();
+    let statuses = [
+        RequestStatus::Ok,
+        RequestStatus::Error,
+        RequestStatus::Timeout,
+        RequestStatus::Rejected,
+        RequestStatus::Unfinished,
+    ];
+    let requests: Vec<StoredRequest> = (0..n + 2)
+        .map(|i| {
+            let item = &items[i % items.len()];
+            let t = i as f64 * 3.25;
+            let some = |k: usize| i % k != 0;
+            StoredRequest {
+                record: RequestRecord {
+                    index: i as u32,
+                    item_id: some(11).then(|| item.id.clone()),
+                    prompt_sha256: some(5).then(|| format!("{:064x}", i % 97)),
+                    planned_arrival_ms: t,
+                    dispatch_ms: some(7).then_some(t + 0.5),
+                    client_delay_ms: some(3).then_some(0.125),
+                    first_token_ms: some(4).then_some(t + 10.0),
+                    chunk_times_ms: vec![],
+                    finish_ms: some(6).then_some(t + 50.0),
+                    status: statuses[i % statuses.len()],
+                    http_status: Some(200),
+                    error: None,
+                    output_text: String::new(),
+                    prompt_tokens: some(8).then_some(100 + i as u64),
+                    completion_tokens: some(9).then_some(i as u64 % 300),
+                    cached_prompt_tokens: None,
+                    finish_reason: None,
+                    engine_timings: some(2)
+                        .then(|| json!({"predicted_per_token_ms": 12.5 + (i % 3) as f64})),
+                },
+                repeat: (i % 2) as u32,
+                warmup: i < 2,
+                verdict: some(13).then(|| Verdict {
+                    accepted: i % 3 == 0,
+                    reasons: vec![],
+                    fenced: false,
+                    extracted: None,
+                    detail: vec![],
+                }),
+            }
+        })
+        .collect();
+    store
+        .finish_run(
+            run.id,
+            RunState::Completed,
+            Some(1000.0),
+            Some(n as i64),
+            None,
+            &requests,
+            &[],
+            &[],
+        )
+        .await
+        .unwrap()
+        .id
+}
+
+/// The columns' triggers as the migration creates them.
+fn column_triggers() -> &'static str {
+    let migration = include_str!("../../migrations/20261206000000_run_columns.sql");
+    &migration[migration.find("CREATE TRIGGER").unwrap()..]
+}
+
+/// Runs SQL on the file with the columns' triggers lifted, then restores them: a database
+/// written before the columns existed, or changed behind the store's back.
+async fn without_column_triggers(store: &Store, sql: &str) {
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+        "DROP TRIGGER run_columns_finished_no_insert; \
+         DROP TRIGGER run_columns_finished_no_update; \
+         DROP TRIGGER run_columns_finished_no_delete; {sql}; {}",
+        column_triggers()
+    )))
+    .execute(store.pool())
+    .await
+    .unwrap();
+}
+
+async fn study_of_every_kind_of_row(store: &Store) -> (i64, Vec<i64>) {
+    let sid = store
+        .insert_study(
+            &NewStudy {
+                name: "columns".into(),
+                description: String::new(),
+            },
+            Provenance::User,
+        )
+        .await
+        .unwrap()
+        .id;
+    let b0 = frozen(store, sid, "B0", B0).await;
+    let q8 = frozen(store, sid, "Q8", Q8).await;
+    let q8_manifest = Manifest::from_json(Q8).unwrap();
+    let all = items();
+    let sha = demo_sha();
+    let mut runs = vec![
+        // Stored before digests: recomputed from the corpus.
+        run(store, sid, b0, &sha, &all[..6], |_| None)
+            .await
+            .unwrap(),
+        run(store, sid, q8, &sha, &all[..6], |i| {
+            Some(item_prompt_sha256(i, &q8_manifest))
+        })
+        .await
+        .unwrap(),
+        // A corpus nobody can find.
+        run(store, sid, q8, &"f".repeat(64), &all[..3], |_| None)
+            .await
+            .unwrap(),
+    ];
+    // More rows than a part holds: three parts.
+    runs.push(varied_run(store, sid, b0, &all, 2 * kvgate_store::PART_ROWS + 17).await);
+    runs.push(varied_run(store, sid, q8, &all[2..9], 40).await);
+    // A run with no measured request at all.
+    runs.push(varied_run(store, sid, q8, &all, 0).await);
+    (sid, runs)
+}
+
+fn demo_corpora(c: &CorpusRef) -> Result<Vec<CorpusItem>, String> {
+    if c.items_sha256 == demo_sha() {
+        Ok(items().into_iter().map(CorpusItem::Generated).collect())
+    } else {
+        Err(format!("no corpus {}", c.items_sha256))
+    }
+}
+
+/// What the analysis reads of a study is the same from its runs' columns as from their rows (a
+/// database written before the columns): every field, absent values, item and prompt numbers,
+/// recomputed digests and the notes of runs whose prompts cannot be known; a run of more rows
+/// than a part holds is read across its parts in order.
+#[tokio::test]
+async fn a_study_loads_the_same_from_its_runs_columns_as_from_their_rows() {
+    let (_dir, store) = fresh().await;
+    let (sid, runs) = study_of_every_kind_of_row(&store).await;
+    for &run in &runs {
+        assert!(store.has_run_columns(run).await.unwrap(), "run {run}");
+    }
+    let parts: i64 = sqlx::query_scalar("SELECT count(*) FROM run_columns WHERE run_id = ?")
+        .bind(runs[3])
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(parts, 4, "a dictionary and three parts");
+    let from_columns = load_study(&store, sid, &mut demo_corpora).await.unwrap();
+    let measured: usize = from_columns
+        .cells
+        .iter()
+        .flat_map(|c| &c.runs)
+        .map(|r| r.requests.len())
+        .sum();
+    assert_eq!(measured, 6 + 6 + 3 + 2 * kvgate_store::PART_ROWS + 17 + 40);
+
+    without_column_triggers(&store, "DELETE FROM run_columns").await;
+    for &run in &runs {
+        assert!(!store.has_run_columns(run).await.unwrap());
+    }
+    let from_rows = load_study(&store, sid, &mut demo_corpora).await.unwrap();
+    assert_eq!(from_columns, from_rows);
+    // The comparison sees what matters: absent values, prompts and the notes are there.
+    let varied = &from_rows.cells[0].runs[1].requests;
+    assert!(varied.iter().any(|r| r.item.is_none()));
+    assert!(varied.iter().any(|r| r.accepted.is_none()));
+    assert!(varied.iter().any(|r| r.dispatch_ms.get().is_none()));
+    assert!(varied.iter().any(|r| r.engine_itl_ms.get() == Some(13.5)));
+    assert!(varied
+        .iter()
+        .any(|r| r.prompt_tokens.get().is_none() && r.item_input_tokens.get().is_some()));
+    assert!(from_rows.cells[1].runs[1].prompt_note.is_some());
+}
+
+/// Columns that are not what the run finished with are refused with the run and the part
+/// named, never read: bytes that are not their sha256, a row naming an item the dictionary does
+/// not hold (its digest recomputed to match), a count that is not the run's measured requests;
+/// and a finished run's columns cannot be changed at all.
+#[tokio::test]
+async fn columns_that_are_not_the_runs_are_refused_and_cannot_be_changed() {
+    let (_dir, store) = fresh().await;
+    let (sid, runs) = study_of_every_kind_of_row(&store).await;
+    let run = runs[4];
+    for sql in [
+        format!("UPDATE run_columns SET rows = 3 WHERE run_id = {run}"),
+        format!("DELETE FROM run_columns WHERE run_id = {run}"),
+        format!(
+            "INSERT INTO run_columns (run_id, part, rows, sha256, data) \
+             VALUES ({run}, 5, 0, '{}', x'')",
+            "0".repeat(64)
+        ),
+    ] {
+        let err = sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
+            .execute(store.pool())
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("run is finished"), "{sql}: {err}");
+    }
+
+    let data: Vec<u8> =
+        sqlx::query_scalar("SELECT data FROM run_columns WHERE run_id = ? AND part = 0")
+            .bind(run)
+            .fetch_one(store.pool())
+            .await
+            .unwrap();
+    let dictionary: Vec<u8> =
+        sqlx::query_scalar("SELECT data FROM run_columns WHERE run_id = ? AND part = -1")
+            .bind(run)
+            .fetch_one(store.pool())
+            .await
+            .unwrap();
+    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    let sha = kvgate_core::canonical::sha256_hex;
+    let load = || async {
+        load_study(&store, sid, &mut demo_corpora)
+            .await
+            .unwrap_err()
+            .to_string()
+    };
+    let set = |part: i64, bytes: &[u8], digest: String| {
+        format!(
+            "UPDATE run_columns SET data = x'{}', sha256 = '{digest}' \
+             WHERE run_id = {run} AND part = {part}",
+            hex(bytes)
+        )
+    };
+
+    // A verdict flipped, its digest left.
+    let mut flipped = data.clone();
+    let rows = flipped.len() / 78;
+    flipped[12 * rows + rows] ^= 1;
+    without_column_triggers(&store, &set(0, &flipped, sha(&data))).await;
+    let err = load().await;
+    assert!(
+        err.contains("run_columns")
+            && err.contains(&format!("run {run}, part 0: its bytes are not its sha256")),
+        "{err}"
+    );
+
+    // The first row's item one past the dictionary's, the digest recomputed.
+    let items = u32::from_le_bytes(dictionary[16..20].try_into().unwrap());
+    let mut beyond = data.clone();
+    beyond[..4].copy_from_slice(&items.to_le_bytes());
+    without_column_triggers(&store, &set(0, &beyond, sha(&beyond))).await;
+    let err = load().await;
+    assert!(
+        err.contains("part 0: row 0 names no stored item or prompt"),
+        "{err}"
+    );
+
+    // The part restored; the dictionary counting one row more, its digest recomputed.
+    without_column_triggers(&store, &set(0, &data, sha(&data))).await;
+    let mut more = dictionary.clone();
+    let total = u64::from_le_bytes(more[4..12].try_into().unwrap());
+    more[4..12].copy_from_slice(&(total + 1).to_le_bytes());
+    without_column_triggers(&store, &set(-1, &more, sha(&more))).await;
+    let err = load().await;
+    assert!(
+        err.contains(&format!(
+            "part -1: counts {} rows, the run has {total} measured requests",
+            total + 1
+        )),
+        "{err}"
+    );
+
+    // Restored whole: the study loads again.
+    without_column_triggers(&store, &set(-1, &dictionary, sha(&dictionary))).await;
+    load_study(&store, sid, &mut demo_corpora).await.unwrap();
+}
