@@ -41,6 +41,31 @@ async fn frozen(store: &Store, sid: i64, cell: &str, text: &str) -> i64 {
         .id
 }
 
+/// A quality run of the frozen manifest `manifest_id` with `config`, started.
+async fn start_quality(
+    store: &Store,
+    sid: i64,
+    manifest_id: i64,
+    label: &str,
+    config: &serde_json::Value,
+) -> kvgate_store::RunRecord {
+    store
+        .create_run(&NewRun {
+            study_id: sid,
+            manifest_id,
+            kind: RunKind::Quality,
+            label: label.into(),
+            provenance: RunProvenance::Recorded,
+            config_json: config.to_string(),
+            config_sha256: kvgate_core::canonical::canonical_sha256(config),
+            wall_anchor_unix_ms: 1_780_000_000_000,
+            started_at: "2026-12-01T10:00:00.000Z".into(),
+            owner_pid: None,
+        })
+        .await
+        .unwrap()
+}
+
 /// A finished quality run of `cell` over the corpus `corpus_sha`, one judged request per item,
 /// each with the digest `digest(item)` gives (None: stored before digests were recorded).
 async fn run(
@@ -53,21 +78,7 @@ async fn run(
 ) -> Result<i64, StoreError> {
     let config = json!({"kind": "quality", "seed": 7, "concurrency": 1, "repeats": 1,
         "corpus": {"dir": "fixtures/elsewhere", "items_sha256": corpus_sha}});
-    let run = store
-        .create_run(&NewRun {
-            study_id: sid,
-            manifest_id,
-            kind: RunKind::Quality,
-            label: "quality".into(),
-            provenance: RunProvenance::Recorded,
-            config_json: config.to_string(),
-            config_sha256: kvgate_core::canonical::canonical_sha256(&config),
-            wall_anchor_unix_ms: 1_780_000_000_000,
-            started_at: "2026-12-01T10:00:00.000Z".into(),
-            owner_pid: None,
-        })
-        .await
-        .unwrap();
+    let run = start_quality(store, sid, manifest_id, "quality", &config).await;
     let requests: Vec<StoredRequest> = items
         .iter()
         .enumerate()
@@ -398,21 +409,7 @@ async fn varied_run(
 ) -> i64 {
     let config = json!({"kind": "quality", "seed": 7, "concurrency": 4, "repeats": 2,
         "corpus": {"dir": "fixtures/elsewhere", "items_sha256": demo_sha()}});
-    let run = store
-        .create_run(&NewRun {
-            study_id: sid,
-            manifest_id,
-            kind: RunKind::Quality,
-            label: "varied".into(),
-            provenance: RunProvenance::Recorded,
-            config_json: config.to_string(),
-            config_sha256: kvgate_core::canonical::canonical_sha256(&config),
-            wall_anchor_unix_ms: 1_780_000_000_000,
-            started_at: "2026-12-01T10:00:00.000Z".into(),
-            owner_pid: None,
-        })
-        .await
-        .unwrap();
+    let run = start_quality(store, sid, manifest_id, "varied", &config).await;
     let statuses = [
         RequestStatus::Ok,
         RequestStatus::Error,
