@@ -100,20 +100,11 @@ fn out_of_range(field: &'static str, expected: &'static str, found: f64) -> Stat
 /// `None` for an empty slice or a `q` outside [0, 1] (or NaN). The values must be sorted
 /// ascending and free of NaN (checked in debug builds).
 pub fn percentile_linear(sorted: &[f64], q: f64) -> Option<f64> {
-    if sorted.is_empty() || !(0.0..=1.0).contains(&q) {
-        return None;
-    }
     debug_assert!(
         sorted.windows(2).all(|w| w[0] <= w[1]),
         "percentile_linear needs ascending values without NaN"
     );
-    let last = sorted.len() - 1;
-    let h = last as f64 * q;
-    let below = h.floor();
-    let t = h - below;
-    // `below` is in [0, last]: h ≤ last because q ≤ 1.
-    let i = below as usize;
-    let j = (i + 1).min(last);
+    let (i, j, t) = linear_ranks(sorted.len().checked_sub(1)?, q)?;
     Some(lerp(sorted[i], sorted[j], t))
 }
 
@@ -140,20 +131,71 @@ pub struct Percentiles {
     pub count: u64,
 }
 
-/// p50, p90 and p99 of `values`, which are sorted in place (by `f64::total_cmp`).
+/// The `qs` quantiles of `values` by numpy's linear method, each exactly what
+/// [`percentile_linear`] gives on the sorted sample (`None` for an empty sample or a `q` outside
+/// [0, 1]). `values` are reordered, not sorted: only the ranks the quantiles read are put in
+/// place, each by a selection (linear), where sorting a sample of a million latencies was a
+/// tenth of a study's analysis.
+///
+/// NaN must never be passed (checked in debug builds), as for [`percentiles`].
+pub fn quantiles(values: &mut [f64], qs: &[f64]) -> Vec<Option<f64>> {
+    debug_assert!(
+        values.iter().all(|v| !v.is_nan()),
+        "quantiles of a sample containing NaN"
+    );
+    let Some(last) = values.len().checked_sub(1) else {
+        return vec![None; qs.len()];
+    };
+    let mut ranks: Vec<usize> = qs
+        .iter()
+        .filter_map(|&q| linear_ranks(last, q))
+        .flat_map(|(i, j, _)| [i, j])
+        .collect();
+    ranks.sort_unstable();
+    ranks.dedup();
+    select_ranks(values, &ranks, 0);
+    qs.iter()
+        .map(|&q| linear_ranks(last, q).map(|(i, j, t)| lerp(values[i], values[j], t)))
+        .collect()
+}
+
+/// Puts each of `ranks` (ascending, offset by `offset` into `values`) in its sorted place, by
+/// `f64::total_cmp`: the median rank first, then the ranks on each side of it.
+fn select_ranks(values: &mut [f64], ranks: &[usize], offset: usize) {
+    if ranks.is_empty() {
+        return;
+    }
+    let mid = ranks.len() / 2;
+    let at = ranks[mid] - offset;
+    values.select_nth_unstable_by(at, f64::total_cmp);
+    let (below, above) = values.split_at_mut(at);
+    select_ranks(below, &ranks[..mid], offset);
+    select_ranks(&mut above[1..], &ranks[mid + 1..], offset + at + 1);
+}
+
+/// The two ranks a linear quantile `q` of a sorted sample whose last index is `last` reads, and
+/// the weight of the second; `None` for `q` outside [0, 1].
+fn linear_ranks(last: usize, q: f64) -> Option<(usize, usize, f64)> {
+    if !(0.0..=1.0).contains(&q) {
+        return None;
+    }
+    let h = last as f64 * q;
+    let below = h.floor();
+    // `below` is in [0, last]: h ≤ last because q ≤ 1.
+    let i = below as usize;
+    Some((i, (i + 1).min(last), h - below))
+}
+
+/// p50, p90 and p99 of `values` ([`quantiles`], which reorders them).
 ///
 /// NaN must never be passed: a NaN has no rank among latencies, so the caller drops missing
 /// measurements before calling (checked in debug builds).
 pub fn percentiles(values: &mut [f64]) -> Percentiles {
-    debug_assert!(
-        values.iter().all(|v| !v.is_nan()),
-        "percentiles of a sample containing NaN"
-    );
-    values.sort_unstable_by(f64::total_cmp);
+    let q = quantiles(values, &[0.5, 0.9, 0.99]);
     Percentiles {
-        p50: percentile_linear(values, 0.5),
-        p90: percentile_linear(values, 0.9),
-        p99: percentile_linear(values, 0.99),
+        p50: q[0],
+        p90: q[1],
+        p99: q[2],
         count: values.len() as u64,
     }
 }
@@ -1051,10 +1093,80 @@ mod tests {
         assert_eq!(percentile_linear(&[1.0], f64::NAN), None);
     }
 
+    /// Selection gives what sorting gives, bit for bit, on samples that try to fool it: both
+    /// zeros, subnormals, infinities, repeats, values sharing their high bytes, a quantile
+    /// reading two equal neighbours, q = 0 and 1 and outside [0, 1], every short length.
     #[test]
-    fn percentiles_sort_in_place_and_count() {
+    fn quantiles_by_selection_are_the_sorted_samples_bit_for_bit() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let special = [
+            0.0,
+            -0.0,
+            f64::MIN_POSITIVE,
+            -f64::MIN_POSITIVE,
+            f64::from_bits(1),
+            -f64::from_bits(1),
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::MAX,
+            f64::MIN,
+            1.0,
+            -1.0,
+        ];
+        let mut qs: Vec<f64> = (0..=100).map(|q| f64::from(q) / 100.0).collect();
+        qs.extend([0.999, 0.333, 1e-9, -0.1, 1.5]);
+        for len in (0..40).chain([100, 101, 1000, 4096, 20_000]) {
+            for shape in 0..4 {
+                let x: Vec<f64> = (0..len)
+                    .map(|i| match shape {
+                        // Latency-like: positive milliseconds with a few decimals.
+                        0 => (next() % 5_000_000) as f64 / 1000.0,
+                        // Any bits but NaN's.
+                        1 => Some(f64::from_bits(next()))
+                            .filter(|x| !x.is_nan())
+                            .unwrap_or(2.5),
+                        // Special values mixed with repeats.
+                        2 => special[(next() % special.len() as u64) as usize],
+                        // Values sharing their high bytes: one byte varies.
+                        _ => f64::from_bits(0x4059_0000_0000_0000 | ((i as u64 * 7919) % 256) << 8),
+                    })
+                    .collect();
+                let mut sorted = x.clone();
+                sorted.sort_by(f64::total_cmp);
+                let want: Vec<Option<u64>> = qs
+                    .iter()
+                    .map(|&q| percentile_linear(&sorted, q).map(f64::to_bits))
+                    .collect();
+                let mut got = x.clone();
+                let got: Vec<Option<u64>> = quantiles(&mut got, &qs)
+                    .into_iter()
+                    .map(|v| v.map(f64::to_bits))
+                    .collect();
+                assert_eq!(got, want, "length {len}, shape {shape}");
+                let mut again = x;
+                let p = percentiles(&mut again);
+                assert_eq!(
+                    [p.p50, p.p90, p.p99].map(|v| v.map(f64::to_bits)),
+                    [want[50], want[90], want[99]],
+                    "length {len}, shape {shape}"
+                );
+                assert_eq!(p.count, len as u64);
+            }
+        }
+    }
+
+    #[test]
+    fn percentiles_and_count() {
         let mut x = vec![12.5, 3.0, 7.25, 100.0, 42.0, 8.5, 15.0];
         let p = percentiles(&mut x);
+        // Reordered, the same values.
+        x.sort_by(f64::total_cmp);
         assert_eq!(x, [3.0, 7.25, 8.5, 12.5, 15.0, 42.0, 100.0]);
         // numpy.percentile([12.5, 3.0, 7.25, 100.0, 42.0, 8.5, 15.0], [50, 90, 99])
         assert_eq!(p.count, 7);
