@@ -66,7 +66,8 @@ pub(super) fn latency(policy: &Policy, cell: &CellInput) -> BTreeMap<String, Cla
             continue;
         }
         let name = class_name(policy, (k < policy.classes.len()).then_some(k));
-        let (ttft_ms, itl_ms, e2e_ms) = (percentiles(t), percentiles(i), percentiles(e));
+        let ((ttft_cdf_ms, ttft_ms), (e2e_cdf_ms, e2e_ms)) = (cdf(t), cdf(e));
+        let itl_ms = percentiles(i);
         let [delay, engine] = &mut queue[k];
         out.insert(
             name,
@@ -78,8 +79,8 @@ pub(super) fn latency(policy: &Policy, cell: &CellInput) -> BTreeMap<String, Cla
                 itl_not_applicable: na[k],
                 client_delay_ms: percentiles(delay),
                 engine_itl_ms: percentiles(engine),
-                ttft_cdf_ms: cdf(t),
-                e2e_cdf_ms: cdf(e),
+                ttft_cdf_ms,
+                e2e_cdf_ms,
             },
         );
     }

@@ -63,7 +63,7 @@ pub use envelope::{EnvelopePoint, SloShare};
 use goodput::goodput;
 use latency::{class_name, latency};
 pub use pairs::{adjudicated_paired, reading_order};
-use pairs::{count_pairs, first_pass, floors, paired_rows, second_pass, unpaired, Keys};
+use pairs::{count_pairs, floors, paired_rows, second_pass, unpaired, Keys};
 use points::goodput_points;
 pub use points::PointRuns;
 
@@ -319,11 +319,18 @@ pub struct ClassLatency {
     pub e2e_cdf_ms: Vec<f64>,
 }
 
-/// Quantiles at 0, 1, …, 100 % of sorted values; empty for no values.
-fn cdf(sorted: &[f64]) -> Vec<f64> {
-    (0..=100)
-        .filter_map(|q| crate::stats::percentile_linear(sorted, f64::from(q) / 100.0))
-        .collect()
+/// Quantiles at 0, 1, …, 100 % of `values` (reordered; empty for no values), with the p50, p90
+/// and p99 among them.
+fn cdf(values: &mut [f64]) -> (Vec<f64>, Percentiles) {
+    let qs: Vec<f64> = (0..=100).map(|q| f64::from(q) / 100.0).collect();
+    let at = crate::stats::quantiles(values, &qs);
+    let p = Percentiles {
+        p50: at[50],
+        p90: at[90],
+        p99: at[99],
+        count: values.len() as u64,
+    };
+    (at.into_iter().flatten().collect(), p)
 }
 
 /// Why cohort requests were not good.
@@ -698,6 +705,8 @@ fn effective_cell(cell: &CellInput) -> TestCell {
 struct Scored<'a> {
     #[allow(dead_code)] // the key that proves the cell may be scored
     cell: ScoreableCell,
+    /// Per pair key, the row of the cell's first pass ([`pairs::first_rows`]): read once.
+    first: Vec<Option<&'a RequestRow>>,
     latency: BTreeMap<String, ClassLatency>,
     goodput: BTreeMap<String, ClassGoodput>,
     total: RepeatSummary,
@@ -749,13 +758,19 @@ pub fn analyze(policy: &Policy, input: &StudyInput) -> AnalysisBody {
                 .map(|p| goodput::point_goodput(policy, &p.runs))
                 .collect();
             let (goodput, total) = goodput(policy, summary.map_or(&[][..], |i| &point_rows[i][..]));
-            let pass = first_pass(cell, &keys);
+            // B0's first rows are read once, above.
+            let first = match (&b0_rows, b0) {
+                (Some(rows), Some(b)) if std::ptr::eq(b, cell) => rows.clone(),
+                _ => pairs::first_rows(cell, &keys),
+            };
+            let pass = pairs::verdicts(&first);
             let paired = match (&cell.test_cell, &b0_pass) {
                 (TestCell::B0, _) | (_, None) => Vec::new(),
                 (_, Some(base)) => paired_rows(policy, &keys.items, base, &pass, &b0_lengths),
             };
             Scored {
                 cell: key,
+                first,
                 latency: latency(policy, cell),
                 goodput,
                 total,
@@ -870,10 +885,15 @@ pub fn analyze(policy: &Policy, input: &StudyInput) -> AnalysisBody {
                 floors: floors.to_vec(),
                 capacity: cell.capacity.clone(),
                 decision,
-                unpaired: if valid && !baseline_invalid {
-                    unpaired(input, &keys, cell, b0)
-                } else {
-                    Vec::new()
+                unpaired: match (scored, &b0_rows) {
+                    (Some(s), base) if !baseline_invalid => unpaired(
+                        input,
+                        &keys,
+                        cell,
+                        b0,
+                        (base.as_deref().unwrap_or(&[]), &s.first),
+                    ),
+                    _ => Vec::new(),
                 },
                 corpus_mismatches,
                 operating_point: point.map(|p| p.point.clone()),

@@ -7,22 +7,29 @@ use crate::pairing::{OutputLength, UnpairedReason};
 
 /// The pair keys of a study: every (item, prompt digest) some cell judged. A pair is a key judged
 /// by both sides; rows without an item id or a prompt digest have no key and never pair.
-pub(super) struct Keys {
+pub(super) struct Keys<'a> {
     /// Per key: the item's id and strata (what the rows by stratum read).
-    pub items: Vec<(String, Option<ItemStrata>)>,
+    pub items: Vec<&'a (String, Option<ItemStrata>)>,
     /// Per key: the item index and the prompt index into the study input.
     pub item_of: Vec<u32>,
     pub prompt_of: Vec<u32>,
-    index: HashMap<u64, u32>,
+    /// Per item of the study input: its first key (`NO_KEY` when it has none). An item is
+    /// mostly sent with one prompt, so this finds most keys without hashing.
+    first_of_item: Vec<u32>,
+    /// The keys that are not their item's first (the item sent with another prompt too).
+    others: HashMap<u64, u32>,
 }
 
-impl Keys {
-    pub fn new(input: &StudyInput) -> Keys {
+const NO_KEY: u32 = u32::MAX;
+
+impl<'a> Keys<'a> {
+    pub fn new(input: &'a StudyInput) -> Keys<'a> {
         let mut keys = Keys {
             items: Vec::new(),
             item_of: Vec::new(),
             prompt_of: Vec::new(),
-            index: HashMap::new(),
+            first_of_item: vec![NO_KEY; input.items.len()],
+            others: HashMap::new(),
         };
         let rows = input
             .cells
@@ -33,13 +40,19 @@ impl Keys {
             let (Some(item), Some(prompt)) = (r.item, r.prompt) else {
                 continue;
             };
-            let next = keys.items.len() as u32;
-            let k = *keys.index.entry(key(item, prompt)).or_insert(next);
-            if k == next {
-                keys.items.push(input.items[item as usize].clone());
-                keys.item_of.push(item);
-                keys.prompt_of.push(prompt);
+            if keys.find(item, prompt).is_some() {
+                continue;
             }
+            let next = keys.items.len() as u32;
+            match keys.first_of_item.get_mut(item as usize) {
+                Some(first) if *first == NO_KEY => *first = next,
+                _ => {
+                    keys.others.insert(key(item, prompt), next);
+                }
+            }
+            keys.items.push(&input.items[item as usize]);
+            keys.item_of.push(item);
+            keys.prompt_of.push(prompt);
         }
         keys
     }
@@ -49,9 +62,15 @@ impl Keys {
     }
 
     pub fn of(&self, r: &RequestRow) -> Option<usize> {
-        self.index
-            .get(&key(r.item?, r.prompt?))
-            .map(|&k| k as usize)
+        self.find(r.item?, r.prompt?)
+    }
+
+    fn find(&self, item: u32, prompt: u32) -> Option<usize> {
+        match self.first_of_item.get(item as usize) {
+            Some(&k) if k != NO_KEY && self.prompt_of[k as usize] == prompt => Some(k as usize),
+            // An item's other keys, and any item the study input does not list.
+            _ => self.others.get(&key(item, prompt)).map(|&k| k as usize),
+        }
     }
 }
 
@@ -97,23 +116,55 @@ pub(super) fn output_lengths(rows: &[Option<&RequestRow>]) -> Vec<OutputLength> 
 }
 
 /// Second pass of a cell: per key, the verdict of the second-earliest (run, repeat) judging it.
+/// Of rows judging a key at the same (run, repeat), the first read counts.
 pub(super) fn second_pass(cell: &CellInput, keys: &Keys) -> Vec<Option<bool>> {
-    let mut passes: Vec<Vec<((i64, u32), bool)>> = vec![Vec::new(); keys.len()];
+    // Per key: the earliest and the second-earliest (run, repeat) and their verdicts.
+    type Pass = Option<((i64, u32), bool)>;
+    let mut passes: Vec<(Pass, Pass)> = vec![(None, None); keys.len()];
     for run in &cell.runs {
         for r in &run.requests {
-            if let (Some(k), Some(acc)) = (keys.of(r), r.accepted) {
-                passes[k].push(((run.run_id, r.repeat), acc));
+            let Some(acc) = r.accepted else {
+                continue;
+            };
+            let Some(k) = keys.of(r) else {
+                continue;
+            };
+            let at = (run.run_id, r.repeat);
+            let (first, second) = &mut passes[k];
+            match (*first, *second) {
+                (None, _) => *first = Some((at, acc)),
+                (Some((f, _)), _) if at < f => {
+                    *second = *first;
+                    *first = Some((at, acc));
+                }
+                (Some((f, _)), _) if at == f => {}
+                (_, None) => *second = Some((at, acc)),
+                (_, Some((s, _))) if at < s => *second = Some((at, acc)),
+                _ => {}
             }
         }
     }
     passes
         .into_iter()
-        .map(|mut p| {
-            p.sort_by_key(|x| x.0);
-            p.dedup_by_key(|x| x.0);
-            p.get(1).map(|x| x.1)
-        })
+        .map(|(_, second)| second.map(|(_, acc)| acc))
         .collect()
+}
+
+/// The marginal strata of a study's keys: each name with the keys it holds, in first-seen order.
+#[derive(Default)]
+struct Marginals {
+    slots: HashMap<String, usize>,
+    members: Vec<(String, Vec<usize>)>,
+}
+
+impl Marginals {
+    fn slot(&mut self, name: String) -> usize {
+        let next = self.members.len();
+        *self.slots.entry(name).or_insert_with_key(|name| {
+            self.members.push((name.clone(), Vec::new()));
+            next
+        })
+    }
 }
 
 pub(super) fn count_pairs(
@@ -141,7 +192,7 @@ pub(super) fn count_pairs(
 /// order is part of the signed quality evidence, so it stays; [`reading_order`] is how they are read.
 pub(super) fn paired_rows(
     policy: &Policy,
-    items: &[(String, Option<ItemStrata>)],
+    items: &[&(String, Option<ItemStrata>)],
     base: &[Option<bool>],
     cand: &[Option<bool>],
     lengths: &[OutputLength],
@@ -189,22 +240,31 @@ pub(super) fn paired_rows(
         policy.alpha,
         &|_| true,
     )];
-    let mut marginals: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    let mut marginals = Marginals::default();
+    // Items of the same strata share their marginals: named once per strata.
+    let mut of_strata: HashMap<ItemStrata, [usize; 5]> = HashMap::new();
     for (i, (id, strata)) in items.iter().enumerate() {
         if let Some(s) = strata {
-            for m in s.marginals() {
-                marginals.entry(m).or_default().push(i);
+            let slots = *of_strata
+                .entry(*s)
+                .or_insert_with(|| s.marginals().map(|m| marginals.slot(m)));
+            for k in slots {
+                marginals.members[k].1.push(i);
             }
         } else if let Some(labels) = crate::fixtures::team::team_labels_of(id) {
             for m in crate::fixtures::team::team_marginals(&labels) {
-                marginals.entry(m).or_default().push(i);
+                let k = marginals.slot(m);
+                marginals.members[k].1.push(i);
             }
         } else if let Some(h) = crate::harness::HarnessStrata::from_item_id(id) {
             for m in h.marginals() {
-                marginals.entry(m).or_default().push(i);
+                let k = marginals.slot(m);
+                marginals.members[k].1.push(i);
             }
         }
     }
+    // By name, as the signed evidence lists them.
+    let marginals: BTreeMap<String, Vec<usize>> = marginals.members.into_iter().collect();
     for (name, members) in marginals {
         let mut set = vec![false; items.len()];
         for i in members {
@@ -296,7 +356,7 @@ pub fn reading_order(rows: &[PairedRow]) -> Vec<usize> {
 
 pub(super) fn floors(
     policy: &Policy,
-    items: &[(String, Option<ItemStrata>)],
+    items: &[&(String, Option<ItemStrata>)],
     pass: &[Option<bool>],
 ) -> Vec<FloorCheck> {
     policy
@@ -385,11 +445,13 @@ fn short(sha: &str) -> &str {
 /// What of `cell` cannot pair, with why: its runs' requests without an item id or without a
 /// prompt digest and, for a candidate, every item judged on one side only (against B0) or sent
 /// to the two sides with different prompts. Empty for an invalid cell: it is never paired.
+/// `base` and `cand`: the first rows ([`first_rows`]) of B0 and of `cell`.
 pub(super) fn unpaired(
     input: &StudyInput,
     keys: &Keys,
     cell: &CellInput,
     b0: Option<&CellInput>,
+    (base, cand): (&[Option<&RequestRow>], &[Option<&RequestRow>]),
 ) -> Vec<Unpaired> {
     let mut out = Vec::new();
     let judged_without_prompt = |c: &CellInput| -> HashSet<u32> {
@@ -434,8 +496,6 @@ pub(super) fn unpaired(
     let Some(b0) = b0.filter(|_| cell.test_cell != TestCell::B0) else {
         return out;
     };
-    let base = first_rows(b0, keys);
-    let cand = first_rows(cell, keys);
     // Per item, the keys judged by one side only.
     let mut one_sided: BTreeMap<&str, (Vec<usize>, Vec<usize>, u32)> = BTreeMap::new();
     for k in 0..keys.len() {

@@ -488,6 +488,52 @@ fn pairs_strata_segments_holm_and_the_noise_floor() {
     assert_eq!(c.decision.quality_qualifies, None);
 }
 
+/// The noise floor compares B0's earliest (run, repeat) with its second-earliest, whatever order
+/// the runs and rows are stored in: a later run stored first, a run's second repeat, a run with
+/// a lower id stored after a higher one, and a row judging a key twice at the same (run, repeat),
+/// of which the first read counts.
+#[test]
+fn the_noise_floor_reads_the_second_earliest_pass_whatever_the_stored_order() {
+    let p = policy(SEGMENTS);
+    let all = [true; 8];
+    // Run 1, repeat 1, items 0-3; the duplicate of item 2 (rejected) comes after its first row.
+    let mut run1 = quality(1, &all);
+    let mut again = quality(1, &[false, false, true, true]).requests;
+    for r in &mut again {
+        r.repeat = 1;
+    }
+    let mut duplicate = again[2].clone();
+    duplicate.accepted = Some(false);
+    again.push(duplicate);
+    run1.requests.extend(again);
+    // Run 5 rejects items 2-4 and is stored first; run 3 (items 4-7: accepted, rejected,
+    // accepted, accepted) is stored last and comes before it.
+    let run5 = quality(5, &[true, true, false, false, false, true, true, true]);
+    let mut run3 = quality(3, &[true, true, true, true, true, false, true, true]);
+    run3.requests.drain(..4);
+    let input = StudyInput {
+        items: items(),
+        prompts: digests(),
+        cells: vec![
+            cell("B0", TestCell::B0, vec![run5, run1, run3]),
+            cell("C1", TestCell::C1, vec![quality(2, &all)]),
+        ],
+    };
+    let a = analyze(&p, &input);
+    // First pass: run 1, repeat 0, all accepted (not run 5, stored first). Second: items 0-3
+    // from run 1's repeat 1 (rejected, rejected, accepted: the first of item 2's two rows,
+    // accepted), items 4-7 from run 3 (not run 5): items 0, 1 and 5 flip.
+    let nf = a.noise_floor.as_ref().unwrap();
+    assert_eq!((nf.n, nf.b, nf.c), (8, 3, 0));
+    // C1 pairs against B0's first pass: nothing flips.
+    let o = a.cells[1]
+        .paired
+        .iter()
+        .find(|r| r.stratum == "overall")
+        .unwrap();
+    assert_eq!((o.n, o.b, o.c), (8, 0, 0));
+}
+
 fn many(run_id: i64, n: usize, reject_every: usize) -> RunInput {
     let flags: Vec<bool> = (0..n)
         .map(|i| reject_every == 0 || i % reject_every != 0)
