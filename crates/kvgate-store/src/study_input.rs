@@ -298,8 +298,14 @@ pub async fn load_study(
         let columns = store
             .read_run_columns(run.id, measured, |dictionary, part| {
                 if item_of.is_empty() && prompt_of.is_empty() {
-                    item_of = vec![None; dictionary.item_count()];
-                    prompt_of = vec![None; dictionary.prompt_count()];
+                    // The numbers the study already has for the run's items and digests, found
+                    // on both cores; the others are given on their first row, as from the rows.
+                    item_of = known(dictionary.item_count(), &rows.item_index, |k| {
+                        dictionary.item(k)
+                    });
+                    prompt_of = known(dictionary.prompt_count(), &rows.prompts.index, |k| {
+                        dictionary.prompt(k)
+                    });
                     requests.reserve(dictionary.rows as usize);
                 }
                 for i in 0..part.rows() {
@@ -392,6 +398,34 @@ pub async fn load_study(
         items,
         prompts: prompts.list,
         cells,
+    })
+}
+
+/// The numbers `index` holds for entries `0..count` of a run's dictionary (`entry`), `None` for
+/// those it does not hold yet: read-only, the two halves on the two cores. A string a study has
+/// already numbered is most of a large study's look-ups (every run after the first sends the
+/// same items), and each is a cache miss or two.
+fn known<'d>(
+    count: usize,
+    index: &HashMap<String, u32, FastHash>,
+    entry: impl Fn(u32) -> &'d str + Sync,
+) -> Vec<Option<u32>> {
+    const SERIAL: usize = 4096;
+    let find = |ks: std::ops::Range<usize>| -> Vec<Option<u32>> {
+        ks.map(|k| index.get(entry(k as u32)).copied()).collect()
+    };
+    if index.is_empty() {
+        return vec![None; count];
+    }
+    if count < SERIAL {
+        return find(0..count);
+    }
+    let half = count / 2;
+    std::thread::scope(|scope| {
+        let upper = scope.spawn(|| find(half..count));
+        let mut out = find(0..half);
+        out.extend(upper.join().expect("look-ups do not panic"));
+        out
     })
 }
 

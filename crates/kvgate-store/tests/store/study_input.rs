@@ -400,11 +400,12 @@ async fn each_runs_scrapes_become_its_load_series_with_restarts() {
 /// A finished quality run of `cell` over the demo corpus with `n` measured requests (and two
 /// warm-ups) that vary every field the analysis reads: items (and none), digests (and none),
 /// statuses, verdicts (and none), times (and none), token counts (and none, then the item's).
+/// Row `i` names item `ids[i % ids.len()]` and prompt `i % digests`.
 async fn varied_run(
     store: &Store,
     sid: i64,
     manifest_id: i64,
-    items: &[FixtureItem],
+    (ids, digests): (&[String], usize),
     n: usize,
 ) -> i64 {
     let config = json!({"kind": "quality", "seed": 7, "concurrency": 4, "repeats": 2,
@@ -419,14 +420,14 @@ async fn varied_run(
     ];
     let requests: Vec<StoredRequest> = (0..n + 2)
         .map(|i| {
-            let item = &items[i % items.len()];
+            let item_id = &ids[i % ids.len()];
             let t = i as f64 * 3.25;
             let some = |k: usize| i % k != 0;
             StoredRequest {
                 record: RequestRecord {
                     index: i as u32,
-                    item_id: some(11).then(|| item.id.clone()),
-                    prompt_sha256: some(5).then(|| format!("{:064x}", i % 97)),
+                    item_id: some(11).then(|| item_id.clone()),
+                    prompt_sha256: some(5).then(|| format!("{:064x}", i % digests)),
                     planned_arrival_ms: t,
                     dispatch_ms: some(7).then_some(t + 0.5),
                     client_delay_ms: some(3).then_some(0.125),
@@ -524,11 +525,20 @@ async fn study_of_every_kind_of_row(store: &Store) -> (i64, Vec<i64>) {
             .await
             .unwrap(),
     ];
+    let ids: Vec<String> = all.iter().map(|i| i.id.clone()).collect();
     // More rows than a part holds: three parts.
-    runs.push(varied_run(store, sid, b0, &all, 2 * kvgate_store::PART_ROWS + 17).await);
-    runs.push(varied_run(store, sid, q8, &all[2..9], 40).await);
+    runs.push(varied_run(store, sid, b0, (&ids, 97), 2 * kvgate_store::PART_ROWS + 17).await);
+    runs.push(varied_run(store, sid, q8, (&ids[2..9], 97), 40).await);
     // A run with no measured request at all.
-    runs.push(varied_run(store, sid, q8, &all, 0).await);
+    runs.push(varied_run(store, sid, q8, (&ids, 97), 0).await);
+    // Dictionaries large enough to be looked up on both cores: the second run names items the
+    // first numbered and new ones, mixed through both halves of its dictionary.
+    let many: Vec<String> = (0..6000).map(|k| format!("many-{k}")).collect();
+    runs.push(varied_run(store, sid, b0, (&many, 9001), 6000).await);
+    let mixed: Vec<String> = (0..6000)
+        .map(|j| format!("many-{}", j * 7 % 9000))
+        .collect();
+    runs.push(varied_run(store, sid, q8, (&mixed, 9001), 6000).await);
     (sid, runs)
 }
 
@@ -564,7 +574,10 @@ async fn a_study_loads_the_same_from_its_runs_columns_as_from_their_rows() {
         .flat_map(|c| &c.runs)
         .map(|r| r.requests.len())
         .sum();
-    assert_eq!(measured, 6 + 6 + 3 + 2 * kvgate_store::PART_ROWS + 17 + 40);
+    assert_eq!(
+        measured,
+        6 + 6 + 3 + 2 * kvgate_store::PART_ROWS + 17 + 40 + 2 * 6000
+    );
 
     without_column_triggers(&store, "DELETE FROM run_columns").await;
     for &run in &runs {
