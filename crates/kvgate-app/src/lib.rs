@@ -137,9 +137,10 @@ impl App {
         DbStamp([stat(&self.db_path), stat(std::path::Path::new(&wal))])
     }
 
-    /// Runs a write of this process whose result the window shows at once (a label), noting
-    /// the database stamp before and after it, so [`App::changed_by_others`] does not report it.
-    /// A write by another process that lands between the two stamps is taken for this one's.
+    /// Runs a write of this process whose result the window shows at once (a label, the study it
+    /// opened, the review seed its queue was read with), noting the database stamp before and
+    /// after it, so [`App::changed_by_others`] does not report it. A write by another process
+    /// that lands between the two stamps is taken for this one's.
     pub(crate) async fn own_write<T>(
         &self,
         write: impl std::future::Future<Output = Result<T, AppError>>,
@@ -147,6 +148,10 @@ impl App {
         let before = self.db_stamp();
         let out = write.await?;
         let after = self.db_stamp();
+        if after == before {
+            // Nothing was written (a record already there): nothing to take for this one's.
+            return Ok(out);
+        }
         let mut own = self.own_writes.lock().unwrap_or_else(|e| e.into_inner());
         if own.len() >= MAX_OWN_WRITES {
             own.remove(0);

@@ -623,6 +623,22 @@ impl App {
             .collect())
     }
 
+    /// The study's blind order seed, recorded on its first use as the window's own write: the
+    /// window shows the queue it read with it, so the watch does not report the write and the
+    /// window does not read the queue (100,000 rows) a second time.
+    async fn review_seed(&self, study_id: i64) -> Result<String, AppError> {
+        if let Some(seed) = self.store.recorded_review_seed(study_id).await? {
+            return Ok(seed);
+        }
+        self.own_write(async {
+            Ok(self
+                .store
+                .review_seed(study_id, &Self::seed_for(study_id))
+                .await?)
+        })
+        .await
+    }
+
     fn seed_for(study_id: i64) -> String {
         // Unpredictable to the reviewer, recorded once per study.
         let nanos = std::time::SystemTime::now()
@@ -645,10 +661,7 @@ impl App {
         self.open_study(study_id).await?;
         self.require_locked_policy(study_id, "its review queue is not shown")
             .await?;
-        let seed = self
-            .store
-            .review_seed(study_id, &Self::seed_for(study_id))
-            .await?;
+        let seed = self.review_seed(study_id).await?;
         let mut passes = self.first_passes(study_id, filter.reason.is_some()).await?;
         let labels = self.labels_by_pair(study_id).await?;
         let Some(b0) = passes.remove("B0") else {
@@ -703,7 +716,8 @@ impl App {
                 };
                 if disagreement {
                     rows.push(row);
-                } else {
+                } else if filter.agreeing_sample > 0 {
+                    // Kept for the sample only: drawing its order hashes every agreeing pair.
                     agreeing.push(row);
                 }
             }
@@ -771,10 +785,7 @@ impl App {
         self.require_locked_policy(study_id, "its review queue is not shown")
             .await?;
         let runs = self.quality_runs(study_id).await?;
-        let seed = self
-            .store
-            .review_seed(study_id, &Self::seed_for(study_id))
-            .await?;
+        let seed = self.review_seed(study_id).await?;
         let label = self.store.adjudication(study_id, pair).await?;
         let of = |cell: &str| runs.get(cell).map_or(&[][..], Vec::as_slice);
         let (x, y) = if candidate == "B0" {
@@ -1019,10 +1030,7 @@ impl App {
                 input.pair_id
             )));
         }
-        let seed = self
-            .store
-            .review_seed(study_id, &Self::seed_for(study_id))
-            .await?;
+        let seed = self.review_seed(study_id).await?;
         let cand_a = candidate_is_a(&seed, &input.pair_id);
         let revealed = self.store.pair_labelled(study_id, &input.pair_id).await?;
         let mapped = map_label(input.label, cand_a, revealed).map_err(|e| {

@@ -135,9 +135,24 @@ impl App {
             .study(id)
             .await?
             .ok_or_else(|| AppError::not_found(format!("no study with id {id}")))?;
-        self.store
-            .set_setting(Setting::LastOpenedStudy, &id.to_string())
+        // Written when it changes, as the window's own write: the window shows the study it
+        // opened, so the watch does not report it.
+        let value = id.to_string();
+        if self
+            .store
+            .setting(Setting::LastOpenedStudy)
+            .await?
+            .as_deref()
+            != Some(value.as_str())
+        {
+            self.own_write(async {
+                Ok(self
+                    .store
+                    .set_setting(Setting::LastOpenedStudy, &value)
+                    .await?)
+            })
             .await?;
+        }
         Ok(study)
     }
 

@@ -112,15 +112,20 @@ async fn append_event(
 }
 
 impl Store {
-    /// The seed of the study's blind order, recorded with `fresh` the first time it is asked.
-    pub async fn review_seed(&self, study_id: i64, fresh: &str) -> Result<String, StoreError> {
-        // Recorded once: a read after that (no write transaction per pair shown).
-        let recorded: Option<String> =
+    /// The study's review seed, when one is recorded; reads only.
+    pub async fn recorded_review_seed(&self, study_id: i64) -> Result<Option<String>, StoreError> {
+        Ok(
             sqlx::query_scalar("SELECT seed FROM review_queues WHERE study_id = ?")
                 .bind(study_id)
                 .fetch_optional(&self.pool)
-                .await?;
-        if let Some(seed) = recorded {
+                .await?,
+        )
+    }
+
+    /// The seed of the study's blind order, recorded with `fresh` the first time it is asked.
+    pub async fn review_seed(&self, study_id: i64, fresh: &str) -> Result<String, StoreError> {
+        // Recorded once: a read after that (no write transaction per pair shown).
+        if let Some(seed) = self.recorded_review_seed(study_id).await? {
             return Ok(seed);
         }
         sqlx::query(

@@ -299,3 +299,60 @@ async fn the_watch_reports_writes_of_others_and_not_the_windows_own_label() {
     );
     cli.close().await;
 }
+
+/// Opening a study records it as the one to reopen, and the first read of a study's review
+/// queue records its blind order seed: both are writes the window makes for what it shows, so
+/// the watch does not report them (a study with 100,000 pairs would have its queue read twice).
+/// Another process doing the same is reported.
+#[tokio::test]
+async fn the_watch_does_not_report_the_window_opening_a_study_or_recording_its_seed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ws.sqlite");
+    let app = App::open(DbLocation::Path(path.clone())).await.unwrap();
+    let demo = app.open_demo().await.unwrap();
+    let other = app
+        .create_study(NewStudy {
+            name: "another".into(),
+            description: String::new(),
+        })
+        .await
+        .unwrap();
+    let seed_of = |app: &App| {
+        let store = app.store().clone();
+        async move { store.recorded_review_seed(demo.id).await.unwrap() }
+    };
+    assert_eq!(seed_of(&app).await, None, "no queue read yet");
+    let mut last = app.db_stamp();
+
+    // The window opens the other study, then the demo again: each changes what is recorded.
+    app.open_study(other.id).await.unwrap();
+    assert_ne!(app.db_stamp(), last, "the study to reopen was written");
+    app.open_study(demo.id).await.unwrap();
+    assert!(
+        !app.changed_by_others(&mut last),
+        "the window opening studies"
+    );
+
+    // The first read of the demo's queue records its seed.
+    let queue = app
+        .review_index(demo.id, ReviewFilter::default())
+        .await
+        .unwrap();
+    let seed = seed_of(&app).await.expect("recorded by the first read");
+    assert_eq!(queue.seed, seed);
+    assert_ne!(app.db_stamp(), last, "the seed was written");
+    assert!(!app.changed_by_others(&mut last), "the window's first read");
+    // Read again: the same seed, nothing written.
+    let again = app
+        .review_index(demo.id, ReviewFilter::default())
+        .await
+        .unwrap();
+    assert_eq!(again.seed, seed);
+    assert_eq!(app.db_stamp(), last, "a second read writes nothing");
+
+    // The CLI opens the other study: reported.
+    let cli = App::open(DbLocation::Path(path)).await.unwrap();
+    cli.open_study(other.id).await.unwrap();
+    assert!(app.changed_by_others(&mut last), "the CLI opening a study");
+    cli.close().await;
+}
