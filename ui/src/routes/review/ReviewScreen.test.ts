@@ -17,7 +17,7 @@ vi.mock('$lib/ipc', async (importOriginal) => ({
 import * as ipc from '$lib/ipc';
 import { Workspace } from '$lib/workspace.svelte';
 import ReviewScreen from './ReviewScreen.svelte';
-import { ReviewModel } from './review.svelte';
+import { ReviewModel, VERIFY_AFTER_LABEL_MS } from './review.svelte';
 import type { Pair } from './review-view';
 
 const ipcMock = vi.mocked(ipc);
@@ -227,7 +227,9 @@ describe('Review screen', () => {
     // Revealed: the role labels are offered for a relabel, the mapped one pressed.
     expect(screen.getByTestId('review-label-candidate_regression').getAttribute('aria-pressed')).toBe('true');
     expect(screen.getByTestId('review-current-label').dataset['unblinded']).toBe('false');
-    await waitFor(() => expect(ipcMock.verifyAudit).toHaveBeenCalledTimes(2));
+    // The chain is verified again after the label, not beside the reveal's drawing.
+    expect(ipcMock.verifyAudit).toHaveBeenCalledTimes(1);
+    await waitFor(() => expect(ipcMock.verifyAudit).toHaveBeenCalledTimes(2), { timeout: 3 * VERIFY_AFTER_LABEL_MS });
 
     // j moves to the next pair, which is blind again.
     await fireEvent.keyDown(window, { key: 'j' });

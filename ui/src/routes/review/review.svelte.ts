@@ -29,6 +29,10 @@ export type Reveal = { pairId: string; candidateIsA: boolean; candidate: string 
 /** Pairs read whole and kept, so that moving back and forth (and the next pair) shows at once. */
 const KEPT_PAIRS = 8;
 
+/** After a label the chain is verified again within this long, once for labels given in quick
+ * succession: verifying right away ran beside the next pair's drawing. */
+export const VERIFY_AFTER_LABEL_MS = 500;
+
 /**
  * The Review screen's state: the blind list of the open study's pairs (rows without answers), the
  * current pair read whole when it becomes current (the next one read ahead), and the verification
@@ -68,6 +72,7 @@ export class ReviewModel {
   private seq = 0;
   private auditSeq = 0;
   private detailSeq = 0;
+  private verifyTimer: ReturnType<typeof setTimeout> | null = null;
   /** Pairs read whole, most recent last (not state: `detail` is what the screen shows). */
   private kept = new Map<string, Pair>();
 
@@ -95,6 +100,7 @@ export class ReviewModel {
   /** What the screen calls when shown: reads the queue and verifies the audit chain (again). */
   show(studyId: number | null): void {
     if (studyId !== this.studyId) {
+      this.cancelVerify();
       this.studyId = studyId;
       this.queue = null;
       this.labelled = 0;
@@ -164,7 +170,22 @@ export class ReviewModel {
     }
   }
 
+  /** Verifies the chain again within VERIFY_AFTER_LABEL_MS: once for several labels given meanwhile. */
+  private verifySoon(): void {
+    if (this.verifyTimer !== null) return;
+    this.verifyTimer = setTimeout(() => {
+      this.verifyTimer = null;
+      void this.verify();
+    }, VERIFY_AFTER_LABEL_MS);
+  }
+
+  private cancelVerify(): void {
+    if (this.verifyTimer !== null) clearTimeout(this.verifyTimer);
+    this.verifyTimer = null;
+  }
+
   async verify(): Promise<void> {
+    this.cancelVerify();
     const studyId = this.studyId;
     if (studyId === null) return;
     const seq = ++this.auditSeq;
@@ -318,7 +339,7 @@ export class ReviewModel {
       const now = this.pairs.findIndex((p) => p.pair_id === pair.pair_id);
       if (now >= 0) this.index = now;
       this.revealed = new Set([...this.revealed, pair.pair_id]);
-      void this.verify();
+      this.verifySoon();
       return true;
     } catch (reason) {
       this.labelError = toAppError(reason);
