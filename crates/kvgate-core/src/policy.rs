@@ -181,8 +181,13 @@ impl ItemStrata {
     /// Reads the strata from a fixture item id,
     /// `{split}-{seed}-{language}-{length_class}-{position}-{task_type}-{answer_kind}-{index}`.
     pub fn from_item_id(id: &str) -> Option<ItemStrata> {
-        let parts: Vec<&str> = id.split('-').collect();
-        if parts.len() != 8 {
+        // Exactly eight parts, read without collecting them (a study reads 100,000s of ids).
+        let mut split = id.split('-');
+        let mut parts = [""; 8];
+        for part in &mut parts {
+            *part = split.next()?;
+        }
+        if split.next().is_some() {
             return None;
         }
         Some(ItemStrata {
@@ -844,6 +849,15 @@ mod tests {
         };
         assert!(!f.matches(&s));
         assert!(ItemStrata::from_item_id("item-1").is_none());
+        // Eight parts exactly: one fewer or one more is not a fixture item's id.
+        assert!(
+            ItemStrata::from_item_id("evaluation-7-de-long-end-multi_document-absent").is_none()
+        );
+        assert!(
+            ItemStrata::from_item_id("evaluation-7-de-long-end-multi_document-absent-003-x")
+                .is_none()
+        );
+        assert!(ItemStrata::from_item_id("").is_none());
         assert!(ItemStrata::from_item_id("evaluation-7-fr-long-end-literal-present-000").is_none());
     }
 

@@ -81,6 +81,11 @@ struct Prompts {
 }
 
 impl Prompts {
+    fn reserve(&mut self, n: usize) {
+        self.list.reserve(n);
+        self.index.reserve(n);
+    }
+
     fn intern(&mut self, digest: &str) -> u32 {
         if let Some(&i) = self.index.get(digest) {
             return i;
@@ -307,6 +312,14 @@ pub async fn load_study(
                         dictionary.prompt(k)
                     });
                     requests.reserve(dictionary.rows as usize);
+                    // The first run numbers all its entries: room for them at once, not by
+                    // doubling and rehashing (later runs mostly name entries already numbered).
+                    if rows.items.is_empty() {
+                        rows.reserve_items(dictionary.item_count());
+                    }
+                    if rows.prompts.list.is_empty() {
+                        rows.prompts.reserve(dictionary.prompt_count());
+                    }
                 }
                 for i in 0..part.rows() {
                     let c = part.row(i);
@@ -445,6 +458,12 @@ struct Rows<'a, 'c> {
 }
 
 impl Rows<'_, '_> {
+    fn reserve_items(&mut self, n: usize) {
+        self.items.reserve(n);
+        self.item_index.reserve(n);
+        self.item_prompt.reserve(n);
+    }
+
     /// The study's number of item `id`.
     fn item(&mut self, id: &str) -> u32 {
         if let Some(&i) = self.item_index.get(id) {
