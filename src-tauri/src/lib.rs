@@ -145,8 +145,40 @@ pub fn db_location_from(args: impl IntoIterator<Item = String>) -> DbLocation {
     DbLocation::from_option(from_args.or_else(|| std::env::var_os(DB_ENV).map(PathBuf::from)))
 }
 
+/// WebKitGTK's switch for its accelerated (GL) compositing; `1` draws without it.
+pub const WEBKIT_COMPOSITING_ENV: &str = "WEBKIT_DISABLE_COMPOSITING_MODE";
+
+/// Whether the window should draw without WebKitGTK's GL compositing: yes when the machine has
+/// no GPU render node (a `renderD*` entry of `/dev/dri`, listed in `dri_entries`), where the GL
+/// behind it is Mesa's software rasterizer, and compositing each frame on the CPU delays every
+/// frame (`make bench`'s review benchmark: the label → next pair step, and the web view's
+/// memory); never when the user set the switch either way (`user_set`). A `card*` entry alone
+/// (a display that does not render, such as a virtual machine's framebuffer) is not a GPU.
+pub fn compositing_off(user_set: bool, dri_entries: &[String]) -> bool {
+    !user_set && !dri_entries.iter().any(|e| e.starts_with("renderD"))
+}
+
+/// On Linux, turns WebKitGTK's GL compositing off when [`compositing_off`] says so; before any
+/// thread starts, as WebKitGTK reads it when the window is created.
+fn choose_compositing() {
+    if !cfg!(target_os = "linux") {
+        return;
+    }
+    let entries: Vec<String> = std::fs::read_dir("/dev/dri")
+        .map(|dir| {
+            dir.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    if compositing_off(std::env::var_os(WEBKIT_COMPOSITING_ENV).is_some(), &entries) {
+        std::env::set_var(WEBKIT_COMPOSITING_ENV, "1");
+    }
+}
+
 /// Opens the workspace database and runs the window until it is closed.
 pub fn run() -> Result<(), String> {
+    choose_compositing();
     let location = db_location_from(std::env::args().skip(1));
     let app = tauri::async_runtime::block_on(App::open(location))
         .map_err(|e| format!("cannot open the workspace database: {e}"))?;

@@ -203,6 +203,29 @@ fn commands_not_granted_to_a_window_are_refused() {
     assert!(!err.is_null());
 }
 
+/// GL compositing is turned off only where no GPU can render, and never against the user's
+/// own setting.
+#[test]
+fn compositing_is_off_only_without_a_gpu_render_node() {
+    use kvgate_desktop::compositing_off;
+    let names = |n: &[&str]| n.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    // No /dev/dri at all (a container, a CI machine): software GL, compositing off.
+    assert!(compositing_off(false, &[]));
+    // A display device without a render node (a virtual machine's framebuffer): still off.
+    assert!(compositing_off(false, &names(&["card0", "by-path"])));
+    // A GPU: its render node keeps the compositing on, whatever else is listed.
+    assert!(!compositing_off(false, &names(&["card0", "renderD128"])));
+    assert!(!compositing_off(
+        false,
+        &names(&["by-path", "card1", "renderD129"])
+    ));
+    // A name that merely contains it is not a render node.
+    assert!(compositing_off(false, &names(&["xrenderD128"])));
+    // The user's own setting, either way, is left as it is.
+    assert!(!compositing_off(true, &[]));
+    assert!(!compositing_off(true, &names(&["renderD128"])));
+}
+
 #[test]
 fn db_location_prefers_the_command_line() {
     use std::path::PathBuf;
