@@ -88,7 +88,14 @@ export class Session {
     return this.cmd('POST', '/execute/sync', { script: source, args });
   }
 
-  /** A PNG of the window, taken after the page has painted twice (screenshots can lag the DOM). */
+  /**
+   * A PNG of the window, taken after the page has painted twice (screenshots can lag the DOM).
+   *
+   * Without GL compositing (the app's choice on a machine without a GPU render node), WebKitGTK
+   * takes a WebDriver screenshot at the page's next painted frame, and a page where nothing
+   * changes paints none: the request would wait forever. So while the screenshot is taken, one
+   * pixel at the top left changes its alpha by 1/255 on every frame, and is removed after.
+   */
   async screenshotPng() {
     await this.cmd('POST', '/execute/async', {
       script:
@@ -96,7 +103,29 @@ export class Session {
         'requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(done, 250)));',
       args: [],
     });
-    return Buffer.from(await this.cmd('GET', '/screenshot'), 'base64');
+    await this.cmd('POST', '/execute/sync', {
+      script:
+        'const d = document.createElement("div");' +
+        'd.style.cssText = "position:fixed;left:0;top:0;width:1px;height:1px;pointer-events:none;z-index:2147483647";' +
+        'document.body.appendChild(d);' +
+        'window.__kvgateShotPixel = d;' +
+        'const until = performance.now() + 10000; let k = 0;' +
+        'const tick = () => {' +
+        '  if (window.__kvgateShotPixel !== d || performance.now() > until) { d.remove(); return; }' +
+        '  d.style.background = k++ % 2 ? "rgba(0,0,0,0)" : "rgba(0,0,0,0.004)";' +
+        '  requestAnimationFrame(tick);' +
+        '};' +
+        'requestAnimationFrame(tick);',
+      args: [],
+    });
+    try {
+      return Buffer.from(await this.cmd('GET', '/screenshot'), 'base64');
+    } finally {
+      await this.cmd('POST', '/execute/sync', {
+        script: 'window.__kvgateShotPixel?.remove(); window.__kvgateShotPixel = undefined;',
+        args: [],
+      }).catch(() => {});
+    }
   }
 
   /** Waits until `css` matches an element (and `predicate(session)` holds, when given). */
