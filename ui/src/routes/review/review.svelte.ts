@@ -283,7 +283,7 @@ export class ReviewModel {
   }
 
   /** Whether the current pair's sides may be named: it is labelled and was revealed. */
-  isRevealed(pair: Pair | null): boolean {
+  isRevealed(pair: Pick<ReviewRow, 'pair_id' | 'candidate_is_a'> | null): boolean {
     return !!pair && pair.candidate_is_a !== null && this.revealed.has(pair.pair_id);
   }
 
