@@ -114,6 +114,34 @@ struct Scanner {
 /// The scan gave up: the file is read by the parser that names what is wrong.
 struct Unsure;
 
+/// What a number, `true`, `false`, `null` or Python's `NaN` / `Infinity` is made of.
+const fn word_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'-' | b'+' | b'.')
+}
+
+/// Bytes that continue an entry of a column's own level: the rest of its number or word.
+static WORD_QUIET: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = word_byte(b as u8);
+        b += 1;
+    }
+    t
+};
+
+/// Bytes inside a nested value of a column that the scan passes over: words, separators and
+/// spaces other than a line end.
+static NESTED_QUIET: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = word_byte(b as u8) || matches!(b as u8, b',' | b':' | b' ' | b'\t' | b'\r');
+        b += 1;
+    }
+    t
+};
+
 impl Scanner {
     fn new() -> Scanner {
         Scanner {
@@ -151,6 +179,18 @@ impl Scanner {
                     }
                 }
             }
+            // Inside a column, outside a string: a run of bytes that changes nothing the scan
+            // keeps (the rest of a number or word, or anything but a bracket, brace, quote or
+            // line end inside a nested value) is passed over in one step.
+            if let Some(quiet) = self.quiet_bytes() {
+                i += bytes[i..]
+                    .iter()
+                    .position(|b| !quiet[*b as usize])
+                    .unwrap_or(bytes.len() - i);
+                if i == bytes.len() {
+                    continue;
+                }
+            }
             let b = bytes[i];
             let at = self.offset + i as u64;
             self.byte(b, at)?;
@@ -162,6 +202,23 @@ impl Scanner {
         }
         self.offset += bytes.len() as u64;
         Ok(())
+    }
+
+    /// The bytes that [`Scanner::byte`] would only pass over in the current state, where that is
+    /// most bytes of a column: within an entry of the column's own level, the rest of a number or
+    /// word; deeper, everything but brackets, braces, quotes (which change the nesting) and line
+    /// ends (which the positions count). Every other byte takes the byte-by-byte path.
+    fn quiet_bytes(&self) -> Option<&'static [bool; 256]> {
+        if self.in_key || self.in_string || !matches!(self.reading, Reading::Column { .. }) {
+            return None;
+        }
+        if self.depth >= 2 {
+            Some(&NESTED_QUIET)
+        } else if self.depth == 1 && self.entry == Entry::Open {
+            Some(&WORD_QUIET)
+        } else {
+            None
+        }
     }
 
     fn count_lines(&mut self, bytes: &[u8], at: u64) {
@@ -309,7 +366,7 @@ impl Scanner {
             }
             // What a number, `true`, `false`, `null` or Python's `NaN` / `Infinity` is made of;
             // anything else outside a string is not JSON.
-            _ if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'+' | b'.') => {
+            _ if word_byte(b) => {
                 if self.depth == 1 && self.entry == Entry::Open {
                     return Ok(());
                 }
@@ -1245,6 +1302,67 @@ mod tests {
                 in_memory(text.as_bytes()).is_err(),
                 "{what}: the parser accepts it"
             );
+        }
+    }
+
+    /// Where the scan found each run's columns, or that it gave up.
+    fn layout(text: &[u8], chunk: Option<usize>) -> Option<String> {
+        let source = Source::new("bench.json");
+        let file = match chunk {
+            None => scan(&source, text),
+            Some(n) => scan(&source, BufReader::with_capacity(n, text)),
+        }
+        .expect("no read error")?;
+        Some(format!(
+            "{:?}",
+            file.runs.iter().map(|r| &r.columns).collect::<Vec<_>>()
+        ))
+    }
+
+    #[test]
+    fn the_scan_finds_the_same_layout_however_the_file_is_cut_into_reads() {
+        // The scan passes over most bytes of a column in runs: a read may end anywhere in one.
+        let texts = [
+            (DETAILED.to_owned(), true),
+            (generated(40, false), true),
+            (generated(30, true), true),
+            (
+                DETAILED.replace("[0.01, 0.02, 0.03]", "[0.01,\n 0.02 ,\r\n0.03]"),
+                true,
+            ),
+            (
+                DETAILED.replace("[0.01, 0.01]", "[0.01, {\"a\": [1, \"]\"]}]"),
+                true,
+            ),
+            (DETAILED.replace("[4, 3, 0]", "[4,, 3, 0]"), false),
+            (DETAILED.replace("[10, 10, 10]", "[10, 10 10]"), false),
+            (DETAILED.replace("[0.01, 0.01]", "[0.01, 0.01 # ]"), false),
+            (DETAILED.replace("[0.01, 0.01]", "[0.01, 0.01]]"), false),
+        ];
+        for (k, (text, laid_out)) in texts.iter().enumerate() {
+            let whole = layout(text.as_bytes(), None);
+            assert_eq!(whole.is_some(), *laid_out, "case {k}: {whole:?}");
+            for chunk in [1, 2, 3, 5, 8, 13, 64] {
+                assert_eq!(
+                    layout(text.as_bytes(), Some(chunk)),
+                    whole,
+                    "case {k}, reads of {chunk} bytes"
+                );
+            }
+        }
+        // A column's position is that of its `[`, line ends inside other columns counted.
+        let text = DETAILED.replace("[0.01, 0.02, 0.03]", "[0.01,\n 0.02,\n0.03]");
+        let offset = text.find("[100.5").unwrap();
+        let line_start = text[..offset].rfind('\n').unwrap() + 1;
+        let expected = format!(
+            "ColumnAt {{ name: \"start_times\", offset: {offset}, end: {}, line: {}, column: {}, entries: 3 }}",
+            offset + "[100.5, 100.0, 101.0]".len(),
+            text[..offset].matches('\n').count() + 1,
+            offset - line_start + 1,
+        );
+        for chunk in [None, Some(3)] {
+            let found = layout(text.as_bytes(), chunk).unwrap();
+            assert!(found.contains(&expected), "{expected} in {found}");
         }
     }
 
