@@ -5,6 +5,7 @@ use kvgate_core::run::{Granularity, RequestRecord};
 use sqlx::sqlite::SqliteRow;
 use sqlx::{Row, Sqlite, Transaction};
 
+use crate::run_columns::RunColumns;
 use crate::runs::{
     final_state_refusal, insert_run_with, write_evidence, write_final_state, write_requests,
     write_scrapes,
@@ -252,14 +253,14 @@ async fn insert_import_row(
 }
 
 /// Refuses a final state the run cannot have, inserts the run and writes the rows it carries
-/// (counted on from `rows_before`): its id.
+/// (counted on from `rows_before`): its id, and its columns so far.
 async fn start_run<R: RequestRowSource + Sync>(
     tx: &mut Transaction<'static, Sqlite>,
     r: &ImportedRun<R>,
     import_id: i64,
     rows_before: &mut u64,
     keep_going: &(dyn Fn(u64) -> bool + Send + Sync),
-) -> Result<i64, StoreError> {
+) -> Result<(i64, RunColumns), StoreError> {
     if let Some(reason) = final_state_refusal(r.state, r.elapsed_ms) {
         return Err(StoreError::Invalid {
             entity: "run",
@@ -268,10 +269,18 @@ async fn start_run<R: RequestRowSource + Sync>(
         });
     }
     let run_id = insert_run_with(tx, &r.run, Some(import_id), r.granularity).await?;
+    let mut columns = RunColumns::new(run_id);
     let base = *rows_before;
-    write_requests(tx, run_id, &r.requests, &|n| keep_going(base + n)).await?;
+    write_requests(
+        tx,
+        run_id,
+        &r.requests,
+        &|n| keep_going(base + n),
+        &mut columns,
+    )
+    .await?;
     *rows_before += r.requests.len() as u64;
-    Ok(run_id)
+    Ok((run_id, columns))
 }
 
 /// Writes a run's evidence, scrapes and aggregates and its final state.
@@ -279,6 +288,7 @@ async fn finish_run<R>(
     tx: &mut Transaction<'static, Sqlite>,
     r: &ImportedRun<R>,
     run_id: i64,
+    columns: RunColumns,
 ) -> Result<RunRecord, StoreError> {
     write_evidence(tx, run_id, &r.evidence).await?;
     write_scrapes(tx, run_id, &r.scrapes).await?;
@@ -286,6 +296,7 @@ async fn finish_run<R>(
     write_final_state(
         tx,
         run_id,
+        columns,
         r.state,
         &r.finished_at,
         r.elapsed_ms,
@@ -325,12 +336,13 @@ where
     let mut rows_before = 0u64;
     let mut short = false;
     for (r, rows) in runs {
-        let run_id = start_run(tx, &r, import_id, &mut rows_before, keep_going).await?;
+        let (run_id, mut columns) =
+            start_run(tx, &r, import_id, &mut rows_before, keep_going).await?;
         if let Some(mut rows) = rows {
             let mut got = 0u64;
             while let Some(batch) = rows.batches.recv().await {
                 let base = rows_before;
-                write_requests(tx, run_id, &batch, &|n| keep_going(base + n)).await?;
+                write_requests(tx, run_id, &batch, &|n| keep_going(base + n), &mut columns).await?;
                 rows_before += batch.len() as u64;
                 got += batch.len() as u64;
             }
@@ -342,7 +354,7 @@ where
         written.aggregates += r.aggregates.len() as i64;
         written.scrapes += r.scrapes.len() as i64;
         written.evidence += r.evidence.len() as i64;
-        let record = finish_run(tx, &r, run_id).await?;
+        let record = finish_run(tx, &r, run_id, columns).await?;
         stored.push(record);
     }
     // The source says why it stopped, or what its rows warned of.
@@ -378,8 +390,8 @@ async fn write_import<R: RequestRowSource + Sync>(
     let mut stored = Vec::with_capacity(runs.len());
     let mut rows_before = 0u64;
     for r in runs {
-        let run_id = start_run(tx, r, import_id, &mut rows_before, keep_going).await?;
-        let record = finish_run(tx, r, run_id).await?;
+        let (run_id, columns) = start_run(tx, r, import_id, &mut rows_before, keep_going).await?;
+        let record = finish_run(tx, r, run_id, columns).await?;
         stored.push(record);
     }
     let row = sqlx::query(select_imports!("WHERE i.id = ?"))

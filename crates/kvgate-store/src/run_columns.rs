@@ -168,17 +168,165 @@ async fn insert_part(
     Ok(())
 }
 
-/// Writes the columns of run `run_id`'s measured requests as stored so far; called in the
-/// transaction that finishes the run, just before its final state.
-pub(crate) async fn write_run_columns(
+/// A run's measured requests (warm-ups are not) in plan order, as SQLite hands a stored value
+/// back: a REAL zero is stored as the integer 0, so `-0.0` reads back as `0.0`.
+fn as_stored(v: f64) -> f64 {
+    if v == 0.0 {
+        0.0
+    } else {
+        v
+    }
+}
+
+/// The columns of a run being written, built from its measured requests as they are written
+/// when they come in plan order; when one does not (or the run had rows before), they are read
+/// back from the stored rows at the end instead. Either way the same bytes: a test holds the
+/// two to each other. Full parts are written as they fill, so it holds one part at a time.
+pub(crate) struct RunColumns {
+    run_id: i64,
+    items: Numbered,
+    prompts: Numbered,
+    part: PartWriter,
+    /// Parts filled and not yet written.
+    full: Vec<PartWriter>,
+    parts: i64,
+    total: u64,
+    ok: u64,
+    last_idx: Option<i64>,
+    /// The rows are read back at the end.
+    read_back: bool,
+}
+
+impl RunColumns {
+    /// For run `run_id`, which has no rows yet.
+    pub(crate) fn new(run_id: i64) -> RunColumns {
+        RunColumns {
+            run_id,
+            items: Numbered::default(),
+            prompts: Numbered::default(),
+            part: PartWriter::default(),
+            full: Vec::new(),
+            parts: 0,
+            total: 0,
+            ok: 0,
+            last_idx: None,
+            read_back: false,
+        }
+    }
+
+    /// For run `run_id`, whose columns are read back from its rows at the end (it may hold rows
+    /// written before).
+    pub(crate) fn read_back(run_id: i64) -> RunColumns {
+        RunColumns {
+            read_back: true,
+            ..RunColumns::new(run_id)
+        }
+    }
+
+    /// A measured request just bound to be written to the run.
+    pub(crate) fn push(&mut self, q: &MeasuredRequest<'_>) {
+        if self.read_back {
+            return;
+        }
+        if self.last_idx.is_some_and(|last| q.idx <= last) {
+            // Out of plan order: read back at the end; what was built is dropped.
+            self.read_back = true;
+            self.items = Numbered::default();
+            self.prompts = Numbered::default();
+            self.part = PartWriter::default();
+            self.full.clear();
+            return;
+        }
+        self.last_idx = Some(q.idx);
+        let stored = MeasuredRequest {
+            planned_arrival_ms: as_stored(q.planned_arrival_ms),
+            dispatch_ms: q.dispatch_ms.map(as_stored),
+            first_token_ms: q.first_token_ms.map(as_stored),
+            finish_ms: q.finish_ms.map(as_stored),
+            client_delay_ms: q.client_delay_ms.map(as_stored),
+            engine_itl_ms: q.engine_itl_ms.map(as_stored),
+            ..q.clone()
+        };
+        self.part.push(&stored, &mut self.items, &mut self.prompts);
+        self.total += 1;
+        self.ok += u64::from(q.status == RequestStatus::Ok);
+        if self.part.rows == PART_ROWS {
+            self.full.push(std::mem::take(&mut self.part));
+        }
+    }
+
+    /// Writes the parts filled so far.
+    pub(crate) async fn write_full(
+        &mut self,
+        tx: &mut Transaction<'static, Sqlite>,
+    ) -> Result<(), StoreError> {
+        for part in std::mem::take(&mut self.full) {
+            insert_part(tx, self.run_id, self.parts, part.rows as u64, &part.bytes()).await?;
+            self.parts += 1;
+        }
+        Ok(())
+    }
+
+    /// Writes the rest of the columns, called in the transaction that finishes the run just
+    /// before its final state: its measured requests, and how many of them are ok.
+    pub(crate) async fn finish(
+        mut self,
+        tx: &mut Transaction<'static, Sqlite>,
+    ) -> Result<(u64, u64), StoreError> {
+        if self.read_back {
+            // Parts built before a row came out of order are not the run's.
+            sqlx::query("DELETE FROM run_columns WHERE run_id = ?")
+                .bind(self.run_id)
+                .execute(&mut **tx)
+                .await?;
+            return write_run_columns(tx, self.run_id).await;
+        }
+        if self.part.rows > 0 {
+            self.full.push(std::mem::take(&mut self.part));
+        }
+        self.write_full(tx).await?;
+        insert_dictionary(
+            tx,
+            self.run_id,
+            self.total,
+            self.parts,
+            &self.items,
+            &self.prompts,
+        )
+        .await?;
+        Ok((self.total, self.ok))
+    }
+}
+
+async fn insert_dictionary(
     tx: &mut Transaction<'static, Sqlite>,
     run_id: i64,
+    total: u64,
+    parts: i64,
+    items: &Numbered,
+    prompts: &Numbered,
 ) -> Result<(), StoreError> {
+    let mut dictionary = Vec::new();
+    dictionary.extend_from_slice(&VERSION.to_le_bytes());
+    dictionary.extend_from_slice(&total.to_le_bytes());
+    dictionary.extend_from_slice(&(parts as u32).to_le_bytes());
+    items.write(&mut dictionary);
+    prompts.write(&mut dictionary);
+    insert_part(tx, run_id, DICTIONARY, total, &dictionary).await
+}
+
+/// Writes the columns of run `run_id`'s measured requests as stored so far, read back from its
+/// rows: its measured requests, and how many of them are ok.
+async fn write_run_columns(
+    tx: &mut Transaction<'static, Sqlite>,
+    run_id: i64,
+) -> Result<(u64, u64), StoreError> {
     let mut items = Numbered::default();
     let mut prompts = Numbered::default();
     let mut after = i64::MIN;
     let mut parts = 0i64;
     let mut total = 0u64;
+    let mut ok = 0u64;
     loop {
         let mut part = PartWriter::default();
         let mut last = after;
@@ -191,6 +339,7 @@ pub(crate) async fn write_run_columns(
                 // SAFETY: `s` holds a row of the page query; what it borrows is used here.
                 let q = unsafe { measured_row(s) }?;
                 last = q.idx;
+                ok += u64::from(q.status == RequestStatus::Ok);
                 part.push(&q, &mut items, &mut prompts);
                 Ok(())
             },
@@ -207,13 +356,8 @@ pub(crate) async fn write_run_columns(
             break;
         }
     }
-    let mut dictionary = Vec::new();
-    dictionary.extend_from_slice(&VERSION.to_le_bytes());
-    dictionary.extend_from_slice(&total.to_le_bytes());
-    dictionary.extend_from_slice(&(parts as u32).to_le_bytes());
-    items.write(&mut dictionary);
-    prompts.write(&mut dictionary);
-    insert_part(tx, run_id, DICTIONARY, total, &dictionary).await
+    insert_dictionary(tx, run_id, total, parts, &items, &prompts).await?;
+    Ok((total, ok))
 }
 
 /// A run's dictionary: its distinct item ids and prompt digests, in one text (a string apiece

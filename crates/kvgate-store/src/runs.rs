@@ -9,10 +9,14 @@ use std::sync::LazyLock;
 
 use kvgate_core::run::{RequestRecord, RequestStatus};
 use kvgate_core::validator::Verdict;
-use sqlx::query::Query;
-use sqlx::sqlite::{SqliteArguments, SqliteRow};
-use sqlx::{Arguments as _, Row, Sqlite, Transaction};
+use std::os::raw::c_int;
 
+use libsqlite3_sys as ffi;
+use sqlx::sqlite::SqliteRow;
+use sqlx::{Row, Sqlite, Transaction};
+
+use crate::measured::MeasuredRequest;
+use crate::run_columns::RunColumns;
 use crate::{now_rfc3339, Store, StoreError};
 
 pub use kvgate_core::run::{Granularity, RunKind, RunProvenance, RunState};
@@ -149,19 +153,14 @@ fn insert_requests_sql(rows: usize) -> String {
 
 static INSERT_REQUEST: LazyLock<String> = LazyLock::new(|| insert_requests_sql(1));
 
-/// Requests written per statement by `INSERT_REQUEST_BATCH` (27 × 32 = 864 placeholders).
-const REQUEST_BATCH: usize = 32;
+/// Requests written per statement by `INSERT_REQUEST_BATCH` (27 × 256 = 6,912 placeholders;
+/// SQLite allows 32,766), and converted at a time on another thread ahead of the ones being
+/// written. SQLite keeps a statement journal of the pages each statement changes, so that it can
+/// undo the statement alone: one statement per row would write each page to it once per row.
+const REQUEST_BATCH: usize = 256;
 
 static INSERT_REQUEST_BATCH: LazyLock<String> =
     LazyLock::new(|| insert_requests_sql(REQUEST_BATCH));
-
-/// Requests written per statement by `INSERT_REQUEST_BIG_BATCH` (27 × 256 = 6,912 placeholders;
-/// SQLite allows 32,766): a large import pays the statement's round trip to the connection's
-/// worker thread once per 256 rows.
-const REQUEST_BIG_BATCH: usize = 256;
-
-static INSERT_REQUEST_BIG_BATCH: LazyLock<String> =
-    LazyLock::new(|| insert_requests_sql(REQUEST_BIG_BATCH));
 
 /// `keep_going` is asked every this many rows.
 const PROGRESS_EVERY: u64 = 2048;
@@ -546,44 +545,203 @@ impl RequestRow {
     }
 }
 
-type Insert = Query<'static, Sqlite, SqliteArguments>;
+/// What a measured request stores, for its run's columns.
+fn measured<'r>(
+    run_id: i64,
+    request: &'r impl RequestRowSource,
+    row: &RequestRow,
+) -> MeasuredRequest<'r> {
+    let r = request.record();
+    MeasuredRequest {
+        run_id,
+        idx: i64::from(r.index),
+        repeat: request.repeat(),
+        item_id: r.item_id.as_deref(),
+        status: r.status,
+        planned_arrival_ms: r.planned_arrival_ms,
+        dispatch_ms: r.dispatch_ms,
+        first_token_ms: r.first_token_ms,
+        finish_ms: r.finish_ms,
+        prompt_tokens: row.prompt_tokens.map(|v| v as u64),
+        completion_tokens: row.completion_tokens.map(|v| v as u64),
+        accepted: request.verdict().map(|v| v.accepted),
+        prompt_sha256: r.prompt_sha256.as_deref(),
+        client_delay_ms: r.client_delay_ms,
+        engine_itl_ms: engine_itl_ms(r.engine_timings.as_ref()),
+    }
+}
 
-/// Binds one request's 24 values, in the order of `request_values!()`.
-fn bind_request(
-    query: Insert,
+/// Binds a statement's parameters in order, keeping the first failure.
+struct Binder {
+    stmt: *mut ffi::sqlite3_stmt,
+    next: c_int,
+    rc: c_int,
+}
+
+/// Where an empty text is bound from: SQLite is handed a real, terminated buffer.
+static EMPTY: &[u8] = b"\0";
+
+impl Binder {
+    fn done(&mut self, rc: c_int) {
+        if self.rc == ffi::SQLITE_OK {
+            self.rc = rc;
+        }
+        self.next += 1;
+    }
+
+    /// SAFETY (every binder): `stmt` is a prepared statement of a locked handle with a
+    /// parameter `next`; a bound text must stay where it is until the statement is stepped.
+    unsafe fn int(&mut self, v: i64) {
+        let rc = ffi::sqlite3_bind_int64(self.stmt, self.next, v);
+        self.done(rc);
+    }
+
+    unsafe fn opt_int(&mut self, v: Option<i64>) {
+        match v {
+            Some(v) => self.int(v),
+            None => self.null(),
+        }
+    }
+
+    unsafe fn real(&mut self, v: f64) {
+        let rc = ffi::sqlite3_bind_double(self.stmt, self.next, v);
+        self.done(rc);
+    }
+
+    unsafe fn opt_real(&mut self, v: Option<f64>) {
+        match v {
+            Some(v) => self.real(v),
+            None => self.null(),
+        }
+    }
+
+    unsafe fn text(&mut self, v: &str) {
+        let ptr = if v.is_empty() {
+            EMPTY.as_ptr()
+        } else {
+            v.as_ptr()
+        };
+        let rc = ffi::sqlite3_bind_text64(
+            self.stmt,
+            self.next,
+            ptr.cast(),
+            v.len() as ffi::sqlite3_uint64,
+            ffi::SQLITE_STATIC(),
+            ffi::SQLITE_UTF8 as u8,
+        );
+        self.done(rc);
+    }
+
+    unsafe fn opt_text(&mut self, v: Option<&str>) {
+        match v {
+            Some(v) => self.text(v),
+            None => self.null(),
+        }
+    }
+
+    unsafe fn null(&mut self) {
+        let rc = ffi::sqlite3_bind_null(self.stmt, self.next);
+        self.done(rc);
+    }
+}
+
+/// Binds one request's values next, in the order of `written_request_columns!()`, its texts
+/// where they lie.
+///
+/// SAFETY: `b` binds a statement of `insert_requests_sql` prepared on a locked handle;
+/// `request` and `row` stay where they are until it is stepped.
+unsafe fn bind_request(
+    b: &mut Binder,
     run_id: i64,
     request: &impl RequestRowSource,
-) -> Result<Insert, StoreError> {
-    let row = RequestRow::new(run_id, request)?;
+    row: &RequestRow,
+) {
     let r = request.record();
-    Ok(query
-        .bind(run_id)
-        .bind(request.warmup())
-        .bind(r.index)
-        .bind(request.repeat())
-        .bind(r.item_id.clone())
-        .bind(r.status.as_str())
-        .bind(r.planned_arrival_ms)
-        .bind(r.dispatch_ms)
-        .bind(r.client_delay_ms)
-        .bind(r.first_token_ms)
-        .bind(r.finish_ms)
-        .bind(r.http_status)
-        .bind(row.prompt_tokens)
-        .bind(row.completion_tokens)
-        .bind(row.cached_prompt_tokens)
-        .bind(r.finish_reason.clone())
-        .bind(r.error.clone())
-        .bind(r.output_text.clone())
-        .bind(row.chunk_times_json)
-        .bind(row.engine_timings_json)
-        .bind(row.verdict_accepted)
-        .bind(row.verdict_reasons_json)
-        .bind(row.verdict_json)
-        .bind(r.prompt_sha256.clone())
-        .bind(engine_itl_ms(r.engine_timings.as_ref()))
-        .bind(request.reference().map(|h| h.prompt.clone()))
-        .bind(request.reference().map(|h| h.target.clone())))
+    let reference = request.reference();
+    b.int(run_id);
+    b.int(i64::from(request.warmup()));
+    b.int(i64::from(r.index));
+    b.int(i64::from(request.repeat()));
+    b.opt_text(r.item_id.as_deref());
+    b.text(r.status.as_str());
+    b.real(r.planned_arrival_ms);
+    b.opt_real(r.dispatch_ms);
+    b.opt_real(r.client_delay_ms);
+    b.opt_real(r.first_token_ms);
+    b.opt_real(r.finish_ms);
+    b.opt_int(r.http_status.map(i64::from));
+    b.opt_int(row.prompt_tokens);
+    b.opt_int(row.completion_tokens);
+    b.opt_int(row.cached_prompt_tokens);
+    b.opt_text(r.finish_reason.as_deref());
+    b.opt_text(r.error.as_deref());
+    b.text(&r.output_text);
+    b.text(&row.chunk_times_json);
+    b.opt_text(row.engine_timings_json.as_deref());
+    b.opt_int(row.verdict_accepted.map(i64::from));
+    b.opt_text(row.verdict_reasons_json.as_deref());
+    b.opt_text(row.verdict_json.as_deref());
+    b.opt_text(r.prompt_sha256.as_deref());
+    b.opt_real(engine_itl_ms(r.engine_timings.as_ref()));
+    b.opt_text(reference.map(|h| h.prompt.as_str()));
+    b.opt_text(reference.map(|h| h.target.as_str()));
+}
+
+/// Binds `requests` into `stmt` (a statement of `insert_requests_sql(requests.len())`), steps
+/// it and resets it: SQLite's result code.
+///
+/// SAFETY: `stmt` was prepared on the locked handle of a write transaction.
+unsafe fn insert_rows<R: RequestRowSource>(
+    stmt: *mut ffi::sqlite3_stmt,
+    run_id: i64,
+    requests: &[R],
+    rows: &[RequestRow],
+) -> c_int {
+    let mut b = Binder {
+        stmt,
+        next: 1,
+        rc: ffi::SQLITE_OK,
+    };
+    for (request, row) in requests.iter().zip(rows) {
+        bind_request(&mut b, run_id, request, row);
+    }
+    debug_assert_eq!(b.next - 1, ffi::sqlite3_bind_parameter_count(stmt));
+    let rc = if b.rc == ffi::SQLITE_OK {
+        ffi::sqlite3_step(stmt)
+    } else {
+        b.rc
+    };
+    ffi::sqlite3_reset(stmt);
+    rc
+}
+
+/// Why SQLite refused request `request` of run `run_id`: a second row of its index is a
+/// `Conflict`, a finished run `Frozen`, anything else SQLite's own message, naming the row.
+///
+/// SAFETY: `db` is the locked handle the refused statement ran on.
+unsafe fn refused(
+    db: *mut ffi::sqlite3,
+    run_id: i64,
+    request: &impl RequestRowSource,
+) -> StoreError {
+    let code = ffi::sqlite3_extended_errcode(db);
+    let message = std::ffi::CStr::from_ptr(ffi::sqlite3_errmsg(db)).to_string_lossy();
+    let warmup = request.warmup();
+    if code == ffi::SQLITE_CONSTRAINT_PRIMARYKEY || code == ffi::SQLITE_CONSTRAINT_UNIQUE {
+        return StoreError::Conflict {
+            entity: if warmup { "warmup request" } else { "request" },
+            field: "index",
+            value: request.record().index.to_string(),
+        };
+    }
+    if message.contains("run is finished") {
+        return frozen(run_id);
+    }
+    let which = if warmup { "warmup request" } else { "request" };
+    StoreError::Sqlite(format!(
+        "run {run_id}, {which} {}: {message}",
+        request.record().index
+    ))
 }
 
 /// The engine's own per-token time out of its timings object (llama.cpp's
@@ -594,32 +752,6 @@ pub(crate) fn engine_itl_ms(timings: Option<&serde_json::Value>) -> Option<f64> 
         .get("predicted_per_token_ms")
         .filter(|v| v.is_number())
         .and_then(serde_json::Value::as_f64)
-}
-
-async fn insert_request(
-    tx: &mut Transaction<'static, Sqlite>,
-    run_id: i64,
-    request: &impl RequestRowSource,
-) -> Result<(), StoreError> {
-    bind_request(sqlx::query(INSERT_REQUEST.as_str()), run_id, request)?
-        .execute(&mut **tx)
-        .await
-        .map_err(|err| {
-            if StoreError::is_unique_violation(&err) {
-                StoreError::Conflict {
-                    entity: if request.warmup() {
-                        "warmup request"
-                    } else {
-                        "request"
-                    },
-                    field: "index",
-                    value: request.record().index.to_string(),
-                }
-            } else {
-                frozen_or(err, run_id)
-            }
-        })?;
-    Ok(())
 }
 
 /// The state of a run inside a transaction: `NotFound` when absent, `Frozen` once finished.
@@ -762,82 +894,172 @@ async fn write_finish(
     scrapes: &[MetricScrapeRow],
 ) -> Result<RunRecord, StoreError> {
     require_running(tx, run_id).await?;
-    write_requests(tx, run_id, requests, &|_| true).await?;
+    // Rows stored before (none are, but the store does not rely on it) are read back.
+    let earlier: bool =
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM run_requests WHERE run_id = ?)")
+            .bind(run_id)
+            .fetch_one(&mut **tx)
+            .await?;
+    let mut columns = if earlier {
+        RunColumns::read_back(run_id)
+    } else {
+        RunColumns::new(run_id)
+    };
+    write_requests(tx, run_id, requests, &|_| true, &mut columns).await?;
     write_evidence(tx, run_id, evidence).await?;
     write_scrapes(tx, run_id, scrapes).await?;
-    write_final_state(tx, run_id, state, finished_at, elapsed_ms, planned, note).await
+    write_final_state(
+        tx,
+        run_id,
+        columns,
+        state,
+        finished_at,
+        elapsed_ms,
+        planned,
+        note,
+    )
+    .await
 }
 
-/// The values of a batch of requests bound into `sql` (which has a placeholder for each).
-fn bind_batch<R: RequestRowSource>(
-    sql: &'static str,
-    run_id: i64,
-    batch: &[R],
-) -> Result<Insert, StoreError> {
-    let mut args = SqliteArguments::default();
-    args.reserve(batch.len() * 24, 0);
-    let mut query = sqlx::query_with(sql, args);
-    for request in batch {
-        query = bind_request(query, run_id, request)?;
-    }
-    Ok(query)
-}
-
-/// Writes requests in batches; every `PROGRESS_EVERY` rows `keep_going(rows written so far)`
-/// decides whether to go on (`false` → [`StoreError::Cancelled`]; the caller rolls back).
-pub(crate) async fn write_requests<'r, R: RequestRowSource>(
+/// Writes requests; every `PROGRESS_EVERY` rows `keep_going(rows written so far)` decides
+/// whether to go on (`false` → [`StoreError::Cancelled`]; the caller rolls back). The measured
+/// ones are handed to `columns`.
+///
+/// One prepared statement is stepped per row through SQLite's own API, each text bound where it
+/// lies, while another thread converts the rows ahead (checks, chunk times and verdict to JSON):
+/// through sqlx every value would be copied into its arguments and each statement would cross to
+/// the connection's thread and back.
+pub(crate) async fn write_requests<R: RequestRowSource + Sync>(
     tx: &mut Transaction<'static, Sqlite>,
     run_id: i64,
-    requests: &'r [R],
+    requests: &[R],
     keep_going: &(dyn Fn(u64) -> bool + Send + Sync),
+    columns: &mut RunColumns,
 ) -> Result<(), StoreError> {
-    // Full batches of 256, then of 32, through one statement each, the rest one by one through
-    // another: the same SQL text (built once) on the same connection, so sqlx prepares each
-    // once and reuses it.
-    let mut written = 0u64;
-    let mut rest = requests;
-    for (sql, size) in [
-        (INSERT_REQUEST_BIG_BATCH.as_str(), REQUEST_BIG_BATCH),
-        (INSERT_REQUEST_BATCH.as_str(), REQUEST_BATCH),
-    ] {
-        let mut batches = rest.chunks_exact(size);
-        let bind = |batch: Option<&'r [R]>| {
-            batch
-                .map(|b| bind_batch(sql, run_id, b).map(|query| (b, query)))
-                .transpose()
-        };
-        let mut bound = bind(batches.next())?;
-        while let Some((batch, query)) = bound.take() {
-            // The next batch's values are converted and bound here while SQLite inserts this
-            // one on the connection's worker thread.
-            let following = batches.next();
-            let (result, next) = tokio::join!(query.execute(&mut **tx), async { bind(following) });
-            match result {
-                Ok(_) => {}
-                // SQLite undid the whole statement; one by one, the refusal names the request.
-                Err(err) if StoreError::is_unique_violation(&err) => {
-                    for request in batch {
-                        insert_request(tx, run_id, request).await?;
-                    }
-                }
-                Err(err) => return Err(frozen_or(err, run_id)),
-            }
-            let before = written;
-            written += batch.len() as u64;
-            if written / PROGRESS_EVERY > before / PROGRESS_EVERY && !keep_going(written) {
-                return Err(StoreError::Cancelled);
-            }
-            bound = next?;
-        }
-        rest = batches.remainder();
+    if !requests.is_empty() {
+        let mut handle = tx.lock_handle().await?;
+        let db = handle.as_raw_handle().as_ptr();
+        // SAFETY: `db` is a valid handle, locked for this thread until `handle` is dropped, and
+        // the transaction holds the write lock; every statement is finalized before that.
+        unsafe { write_locked(db, run_id, requests, keep_going, columns) }?;
     }
-    for request in rest {
-        insert_request(tx, run_id, request).await?;
-    }
+    columns.write_full(tx).await?;
     if !keep_going(requests.len() as u64) {
         return Err(StoreError::Cancelled);
     }
     Ok(())
+}
+
+/// Prepares `sql` on `db`.
+///
+/// SAFETY: `db` is a valid handle locked for this thread.
+unsafe fn prepare(db: *mut ffi::sqlite3, sql: &str) -> Result<Statement, StoreError> {
+    let mut raw = std::ptr::null_mut();
+    let rc = ffi::sqlite3_prepare_v2(
+        db,
+        sql.as_ptr().cast(),
+        sql.len() as c_int,
+        &mut raw,
+        std::ptr::null_mut(),
+    );
+    if rc != ffi::SQLITE_OK {
+        let message = std::ffi::CStr::from_ptr(ffi::sqlite3_errmsg(db)).to_string_lossy();
+        return Err(StoreError::Sqlite(format!(
+            "preparing the requests' insert: {message}"
+        )));
+    }
+    Ok(Statement(raw))
+}
+
+/// [`write_requests`] on the locked handle `db`.
+///
+/// SAFETY: `db` is a valid handle locked for this thread, inside a write transaction.
+unsafe fn write_locked<R: RequestRowSource + Sync>(
+    db: *mut ffi::sqlite3,
+    run_id: i64,
+    requests: &[R],
+    keep_going: &(dyn Fn(u64) -> bool + Send + Sync),
+    columns: &mut RunColumns,
+) -> Result<(), StoreError> {
+    let one = prepare(db, INSERT_REQUEST.as_str())?;
+    let batch = match requests.len() >= REQUEST_BATCH {
+        true => Some(prepare(db, INSERT_REQUEST_BATCH.as_str())?),
+        false => None,
+    };
+    std::thread::scope(|scope| {
+        let (converted, rows) = std::sync::mpsc::sync_channel(2);
+        scope.spawn(move || {
+            for chunk in requests.chunks(REQUEST_BATCH) {
+                let rows: Result<Vec<RequestRow>, StoreError> = chunk
+                    .iter()
+                    .map(|request| RequestRow::new(run_id, request))
+                    .collect();
+                let failed = rows.is_err();
+                // Stopped when the writer returned: it dropped the receiver.
+                if converted.send(rows).is_err() || failed {
+                    break;
+                }
+            }
+        });
+        let mut written = 0u64;
+        for (chunk, rows) in requests.chunks(REQUEST_BATCH).zip(rows.iter()) {
+            let rows = rows?;
+            let whole = match &batch {
+                Some(stmt) if chunk.len() == REQUEST_BATCH => {
+                    let rc = insert_rows(stmt.0, run_id, chunk, &rows);
+                    if rc != ffi::SQLITE_DONE && ffi::sqlite3_get_autocommit(db) != 0 {
+                        // SQLite ended the transaction itself (a full disk, an I/O error):
+                        // nothing more may be written outside it.
+                        let message =
+                            std::ffi::CStr::from_ptr(ffi::sqlite3_errmsg(db)).to_string_lossy();
+                        return Err(StoreError::Sqlite(format!(
+                            "run {run_id}, requests {} to {}: {message}",
+                            chunk[0].record().index,
+                            chunk[chunk.len() - 1].record().index
+                        )));
+                    }
+                    rc == ffi::SQLITE_DONE
+                }
+                _ => false,
+            };
+            if !whole {
+                // A short chunk, or SQLite undid the whole statement: one by one, a refusal
+                // names the request.
+                for (request, row) in chunk.iter().zip(&rows) {
+                    let rc = insert_rows(
+                        one.0,
+                        run_id,
+                        std::slice::from_ref(request),
+                        std::slice::from_ref(row),
+                    );
+                    if rc != ffi::SQLITE_DONE {
+                        return Err(refused(db, run_id, request));
+                    }
+                }
+            }
+            for (request, row) in chunk.iter().zip(&rows) {
+                if !request.warmup() {
+                    columns.push(&measured(run_id, request, row));
+                }
+            }
+            let before = written;
+            written += chunk.len() as u64;
+            if written / PROGRESS_EVERY > before / PROGRESS_EVERY && !keep_going(written) {
+                return Err(StoreError::Cancelled);
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Finalizes the statement however the write ends.
+struct Statement(*mut ffi::sqlite3_stmt);
+
+impl Drop for Statement {
+    fn drop(&mut self) {
+        // SAFETY: prepared on a handle still locked by the caller, finalized exactly once.
+        unsafe { ffi::sqlite3_finalize(self.0) };
+    }
 }
 
 pub(crate) async fn write_evidence(
@@ -898,25 +1120,23 @@ pub(crate) async fn write_scrapes(
 
 /// Sets the final state, counts, `elapsed_ms`, `planned`, `finished_at` and note: from here on
 /// the triggers refuse any change to the run.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn write_final_state(
     tx: &mut Transaction<'static, Sqlite>,
     run_id: i64,
+    columns: RunColumns,
     state: RunState,
     finished_at: &str,
     elapsed_ms: Option<f64>,
     planned: Option<i64>,
     note: Option<&str>,
 ) -> Result<RunRecord, StoreError> {
-    // The measured requests as columns for the analysis, from the rows just written.
-    crate::run_columns::write_run_columns(tx, run_id).await?;
+    // The measured requests as columns for the analysis, and how many of them are ok.
+    let (measured, ok) = columns.finish(tx).await?;
     // The final state last: from here on the triggers refuse any change to the run.
     let finish = concat!(
         "UPDATE runs SET state = ?, finished_at = ?, elapsed_ms = ?, planned = ?, note = ?, ",
-        "ok = (SELECT count(*) FROM run_requests ",
-        "WHERE run_id = runs.id AND warmup = 0 AND status = 'ok'), ",
-        "failed = (SELECT count(*) FROM run_requests ",
-        "WHERE run_id = runs.id AND warmup = 0 AND status <> 'ok') ",
-        "WHERE id = ? AND state = 'running'"
+        "ok = ?, failed = ? WHERE id = ? AND state = 'running'"
     );
     let done = sqlx::query(finish)
         .bind(state.as_str())
@@ -924,6 +1144,8 @@ pub(crate) async fn write_final_state(
         .bind(elapsed_ms)
         .bind(planned)
         .bind(note)
+        .bind(ok as i64)
+        .bind((measured - ok) as i64)
         .bind(run_id)
         .execute(&mut **tx)
         .await
@@ -1256,17 +1478,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn insert_statements_have_one_placeholder_per_bound_value() {
+    fn insert_statements_have_one_placeholder_per_written_column() {
         let columns = written_request_columns!().split(',').count() + 1;
         assert_eq!(columns, 27);
         assert_eq!(INSERT_REQUEST.matches('?').count(), columns);
         assert_eq!(
             INSERT_REQUEST_BATCH.matches('?').count(),
             columns * REQUEST_BATCH
-        );
-        assert_eq!(
-            INSERT_REQUEST_BIG_BATCH.matches('?').count(),
-            columns * REQUEST_BIG_BATCH
         );
     }
 }

@@ -408,9 +408,40 @@ async fn varied_run(
     (ids, digests): (&[String], usize),
     n: usize,
 ) -> i64 {
+    let requests = varied_requests((ids, digests), n);
+    finished_quality_run(store, sid, manifest_id, &requests).await
+}
+
+/// A finished quality run of `cell` over the demo corpus holding `requests`, written in the
+/// order given.
+async fn finished_quality_run(
+    store: &Store,
+    sid: i64,
+    manifest_id: i64,
+    requests: &[StoredRequest],
+) -> i64 {
     let config = json!({"kind": "quality", "seed": 7, "concurrency": 4, "repeats": 2,
         "corpus": {"dir": "fixtures/elsewhere", "items_sha256": demo_sha()}});
     let run = start_quality(store, sid, manifest_id, "varied", &config).await;
+    let measured = requests.iter().filter(|r| !r.warmup).count();
+    store
+        .finish_run(
+            run.id,
+            RunState::Completed,
+            Some(1000.0),
+            Some(measured as i64),
+            None,
+            requests,
+            &[],
+            &[],
+        )
+        .await
+        .unwrap()
+        .id
+}
+
+/// The requests of [`varied_run`].
+fn varied_requests((ids, digests): (&[String], usize), n: usize) -> Vec<StoredRequest> {
     let statuses = [
         RequestStatus::Ok,
         RequestStatus::Error,
@@ -418,7 +449,7 @@ async fn varied_run(
         RequestStatus::Rejected,
         RequestStatus::Unfinished,
     ];
-    let requests: Vec<StoredRequest> = (0..n + 2)
+    (0..n + 2)
         .map(|i| {
             let item_id = &ids[i % ids.len()];
             let t = i as f64 * 3.25;
@@ -456,21 +487,7 @@ async fn varied_run(
                 }),
             }
         })
-        .collect();
-    store
-        .finish_run(
-            run.id,
-            RunState::Completed,
-            Some(1000.0),
-            Some(n as i64),
-            None,
-            &requests,
-            &[],
-            &[],
-        )
-        .await
-        .unwrap()
-        .id
+        .collect()
 }
 
 /// The columns' triggers as the migration creates them.
@@ -601,6 +618,81 @@ async fn a_study_loads_the_same_from_its_runs_columns_as_from_their_rows() {
 /// named, never read: bytes that are not their sha256, a row naming an item the dictionary does
 /// not hold (its digest recomputed to match), a count that is not the run's measured requests;
 /// and a finished run's columns cannot be changed at all.
+/// A run's columns, part by part: number, rows, sha256 and bytes.
+async fn columns_of(store: &Store, run: i64) -> Vec<(i64, i64, String, Vec<u8>)> {
+    sqlx::query_as(
+        "SELECT part, rows, sha256, data FROM run_columns WHERE run_id = ? ORDER BY part",
+    )
+    .bind(run)
+    .fetch_all(store.pool())
+    .await
+    .unwrap()
+}
+
+/// A run's columns are built from its rows as they are written when they come in plan order,
+/// and read back from the stored rows when they do not: both ways give the same bytes, and the
+/// same ok and failed counts as counting the stored rows. The rows include what SQLite does not
+/// hand back as given (a time of `-0.0` reads back as `0.0`), and one out of order only after a
+/// whole part was built and written.
+#[tokio::test]
+async fn a_runs_columns_built_as_its_rows_are_written_are_those_read_back_from_them() {
+    let (_dir, store) = fresh().await;
+    let sid = store
+        .insert_study(
+            &NewStudy {
+                name: "built".into(),
+                description: String::new(),
+            },
+            Provenance::User,
+        )
+        .await
+        .unwrap()
+        .id;
+    let b0 = frozen(&store, sid, "B0", B0).await;
+    let ids: Vec<String> = items().iter().map(|i| i.id.clone()).collect();
+    let mut in_order = varied_requests((&ids, 97), kvgate_store::PART_ROWS + 300);
+    for (k, r) in in_order.iter_mut().enumerate().skip(2).step_by(1000) {
+        let record = &mut r.record;
+        match k % 4 {
+            0 => record.planned_arrival_ms = -0.0,
+            1 => record.dispatch_ms = Some(-0.0),
+            2 => record.finish_ms = Some(-0.0),
+            _ => record.engine_timings = Some(json!({"predicted_per_token_ms": -0.0})),
+        }
+    }
+    // The warm-ups last: not measured, so the measured rows are still in plan order.
+    let mut warmups_last = in_order.clone();
+    warmups_last.rotate_left(2);
+    assert!(warmups_last[warmups_last.len() - 1].warmup);
+    // Two measured rows swapped after the first part is full.
+    let mut swapped = in_order.clone();
+    let at = kvgate_store::PART_ROWS + 100;
+    swapped.swap(at, at + 1);
+
+    let built = finished_quality_run(&store, sid, b0, &in_order).await;
+    let built_warmups_last = finished_quality_run(&store, sid, b0, &warmups_last).await;
+    let read_back = finished_quality_run(&store, sid, b0, &swapped).await;
+
+    let columns = columns_of(&store, built).await;
+    assert_eq!(columns.len(), 3, "a dictionary and two parts");
+    assert_eq!(columns[0].1, (kvgate_store::PART_ROWS + 300) as i64);
+    assert!(columns == columns_of(&store, built_warmups_last).await);
+    assert!(columns == columns_of(&store, read_back).await);
+
+    let counted: (i64, i64) = sqlx::query_as(
+        "SELECT sum(status = 'ok'), sum(status <> 'ok') FROM run_requests \
+         WHERE run_id = ? AND warmup = 0",
+    )
+    .bind(built)
+    .fetch_one(store.pool())
+    .await
+    .unwrap();
+    for run in [built, built_warmups_last, read_back] {
+        let record = store.get_run(run).await.unwrap();
+        assert_eq!((record.ok, record.failed), counted, "run {run}");
+    }
+}
+
 #[tokio::test]
 async fn columns_that_are_not_the_runs_are_refused_and_cannot_be_changed() {
     let (_dir, store) = fresh().await;
