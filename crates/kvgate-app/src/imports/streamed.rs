@@ -18,7 +18,7 @@ use super::{import_error, ImportRunPreview};
 use crate::{App, AppError, ErrorCode};
 
 /// Rows handed to the store at a time.
-const ROWS_PER_BATCH: usize = 1024;
+const ROWS_PER_BATCH: usize = 4096;
 /// Batches waiting for the store.
 const BATCHES_WAITING: usize = 4;
 
