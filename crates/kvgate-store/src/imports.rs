@@ -121,7 +121,7 @@ fn import_from_row(row: &SqliteRow) -> Result<ImportRecord, StoreError> {
 }
 
 async fn write_aggregates(
-    tx: &mut Transaction<'static, Sqlite>,
+    tx: &mut Transaction<'_, Sqlite>,
     run_id: i64,
     aggregates: &[AggregateRow],
 ) -> Result<(), StoreError> {
@@ -153,7 +153,7 @@ async fn write_aggregates(
 
 /// Commits what was written, or rolls all of it back on an error.
 async fn settle<T>(
-    tx: Transaction<'static, Sqlite>,
+    tx: Transaction<'_, Sqlite>,
     written: Result<T, StoreError>,
 ) -> Result<T, StoreError> {
     match written {
@@ -176,7 +176,7 @@ pub struct StreamedRows<R> {
 
 /// Refuses a second import of the same file into the study.
 async fn refuse_same_file(
-    tx: &mut Transaction<'static, Sqlite>,
+    tx: &mut Transaction<'_, Sqlite>,
     import: &NewImport,
 ) -> Result<(), StoreError> {
     let existing: Option<(i64, String, String)> = sqlx::query_as(
@@ -211,7 +211,7 @@ struct Written {
 
 /// Writes the import row (with `id` when given, else the next one): `id`.
 async fn insert_import_row(
-    tx: &mut Transaction<'static, Sqlite>,
+    tx: &mut Transaction<'_, Sqlite>,
     import: &NewImport,
     id: Option<i64>,
     written: &Written,
@@ -255,7 +255,7 @@ async fn insert_import_row(
 /// Refuses a final state the run cannot have, inserts the run and writes the rows it carries
 /// (counted on from `rows_before`): its id, and its columns so far.
 async fn start_run<R: RequestRowSource + Sync>(
-    tx: &mut Transaction<'static, Sqlite>,
+    tx: &mut Transaction<'_, Sqlite>,
     r: &ImportedRun<R>,
     import_id: i64,
     rows_before: &mut u64,
@@ -285,7 +285,7 @@ async fn start_run<R: RequestRowSource + Sync>(
 
 /// Writes a run's evidence, scrapes and aggregates and its final state.
 async fn finish_run<R>(
-    tx: &mut Transaction<'static, Sqlite>,
+    tx: &mut Transaction<'_, Sqlite>,
     r: &ImportedRun<R>,
     run_id: i64,
     columns: RunColumns,
@@ -307,7 +307,7 @@ async fn finish_run<R>(
 }
 
 async fn write_streamed_import<R, F>(
-    tx: &mut Transaction<'static, Sqlite>,
+    tx: &mut Transaction<'_, Sqlite>,
     import: &NewImport,
     runs: Vec<(ImportedRun<R>, Option<StreamedRows<R>>)>,
     finish: F,
@@ -372,7 +372,7 @@ where
 }
 
 async fn write_import<R: RequestRowSource + Sync>(
-    tx: &mut Transaction<'static, Sqlite>,
+    tx: &mut Transaction<'_, Sqlite>,
     import: &NewImport,
     runs: &[ImportedRun<R>],
     keep_going: &(dyn Fn(u64) -> bool + Send + Sync),
@@ -411,9 +411,15 @@ impl Store {
         runs: &[ImportedRun<R>],
         keep_going: &(dyn Fn(u64) -> bool + Send + Sync),
     ) -> Result<(ImportRecord, Vec<RunRecord>), StoreError> {
-        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
-        let written = write_import(&mut tx, import, runs, keep_going).await;
-        settle(tx, written).await
+        let mut conn = self.bulk_connection().await?;
+        let done = async {
+            let mut tx = sqlx::Connection::begin_with(&mut *conn, "BEGIN IMMEDIATE").await?;
+            let written = write_import(&mut tx, import, runs, keep_going).await;
+            settle(tx, written).await
+        }
+        .await;
+        Store::release_bulk(conn).await;
+        done
     }
 
     /// Stores an import whose request rows arrive while it is written: each run's rows come in
@@ -434,9 +440,15 @@ impl Store {
         R: RequestRowSource + Sync + Send,
         F: std::future::Future<Output = Result<String, StoreError>> + Send,
     {
-        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
-        let written = write_streamed_import(&mut tx, import, runs, finish, keep_going).await;
-        settle(tx, written).await
+        let mut conn = self.bulk_connection().await?;
+        let done = async {
+            let mut tx = sqlx::Connection::begin_with(&mut *conn, "BEGIN IMMEDIATE").await?;
+            let written = write_streamed_import(&mut tx, import, runs, finish, keep_going).await;
+            settle(tx, written).await
+        }
+        .await;
+        Store::release_bulk(conn).await;
+        done
     }
 
     /// The import of this file into the study, if there is one.

@@ -42,9 +42,11 @@ pub use settings::Setting;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use sqlx::pool::PoolConnection;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
+use sqlx::Sqlite;
 
 /// The page size of a database this store creates (an existing file keeps its own): a run's
 /// requests take a fourth of the pages SQLite's default of 4 KiB would, so writing a large
@@ -94,6 +96,31 @@ impl Store {
             pool,
             path: path.to_path_buf(),
         })
+    }
+
+    /// A connection for one large write transaction (an import): SQLite keeps a journal of the
+    /// pages each statement changes, so that it can undo that statement alone, and past 64 KiB
+    /// (four pages) it keeps it in a temporary file, which every statement writing a batch of
+    /// requests would then write to. With temporary storage in memory it stays in memory; it is
+    /// emptied after each statement. Give it back with [`Store::release_bulk`].
+    pub(crate) async fn bulk_connection(&self) -> Result<PoolConnection<Sqlite>, StoreError> {
+        let mut conn = self.pool.acquire().await?;
+        sqlx::query("PRAGMA temp_store = MEMORY")
+            .execute(&mut *conn)
+            .await?;
+        Ok(conn)
+    }
+
+    /// Gives back a connection of [`Store::bulk_connection`] as the pool's others are; one that
+    /// cannot be set back is closed instead. (One whose transaction was dropped half-way goes
+    /// back as it is: its temporary storage stays in memory, which changes no result.)
+    pub(crate) async fn release_bulk(mut conn: PoolConnection<Sqlite>) {
+        let reset = sqlx::query("PRAGMA temp_store = DEFAULT")
+            .execute(&mut *conn)
+            .await;
+        if reset.is_err() {
+            conn.close_on_drop();
+        }
     }
 
     /// The database file this store writes to.

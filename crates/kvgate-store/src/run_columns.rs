@@ -149,7 +149,7 @@ impl PartWriter {
 }
 
 async fn insert_part(
-    tx: &mut Transaction<'static, Sqlite>,
+    tx: &mut Transaction<'_, Sqlite>,
     run_id: i64,
     part: i64,
     rows: u64,
@@ -258,7 +258,7 @@ impl RunColumns {
     /// Writes the parts filled so far.
     pub(crate) async fn write_full(
         &mut self,
-        tx: &mut Transaction<'static, Sqlite>,
+        tx: &mut Transaction<'_, Sqlite>,
     ) -> Result<(), StoreError> {
         for part in std::mem::take(&mut self.full) {
             insert_part(tx, self.run_id, self.parts, part.rows as u64, &part.bytes()).await?;
@@ -271,7 +271,7 @@ impl RunColumns {
     /// before its final state: its measured requests, and how many of them are ok.
     pub(crate) async fn finish(
         mut self,
-        tx: &mut Transaction<'static, Sqlite>,
+        tx: &mut Transaction<'_, Sqlite>,
     ) -> Result<(u64, u64), StoreError> {
         if self.read_back {
             // Parts built before a row came out of order are not the run's.
@@ -299,7 +299,7 @@ impl RunColumns {
 }
 
 async fn insert_dictionary(
-    tx: &mut Transaction<'static, Sqlite>,
+    tx: &mut Transaction<'_, Sqlite>,
     run_id: i64,
     total: u64,
     parts: i64,
@@ -318,7 +318,7 @@ async fn insert_dictionary(
 /// Writes the columns of run `run_id`'s measured requests as stored so far, read back from its
 /// rows: its measured requests, and how many of them are ok.
 async fn write_run_columns(
-    tx: &mut Transaction<'static, Sqlite>,
+    tx: &mut Transaction<'_, Sqlite>,
     run_id: i64,
 ) -> Result<(u64, u64), StoreError> {
     let mut items = Numbered::default();

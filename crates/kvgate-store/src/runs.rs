@@ -755,10 +755,7 @@ pub(crate) fn engine_itl_ms(timings: Option<&serde_json::Value>) -> Option<f64> 
 }
 
 /// The state of a run inside a transaction: `NotFound` when absent, `Frozen` once finished.
-async fn require_running(
-    tx: &mut Transaction<'static, Sqlite>,
-    run_id: i64,
-) -> Result<(), StoreError> {
+async fn require_running(tx: &mut Transaction<'_, Sqlite>, run_id: i64) -> Result<(), StoreError> {
     let state: Option<String> = sqlx::query_scalar("SELECT state FROM runs WHERE id = ?")
         .bind(run_id)
         .fetch_optional(&mut **tx)
@@ -770,10 +767,7 @@ async fn require_running(
     }
 }
 
-async fn run_in(
-    tx: &mut Transaction<'static, Sqlite>,
-    run_id: i64,
-) -> Result<RunRecord, StoreError> {
+async fn run_in(tx: &mut Transaction<'_, Sqlite>, run_id: i64) -> Result<RunRecord, StoreError> {
     let row = sqlx::query(SELECT_RUN)
         .bind(run_id)
         .fetch_optional(&mut **tx)
@@ -796,16 +790,13 @@ pub(crate) fn final_state_refusal(state: RunState, elapsed_ms: Option<f64>) -> O
 
 /// Inserts a `running` run after checking its manifest: `NotFound` when absent, `Invalid` when
 /// it belongs to another study, `NotFrozen` for a draft.
-async fn insert_run(
-    tx: &mut Transaction<'static, Sqlite>,
-    run: &NewRun,
-) -> Result<i64, StoreError> {
+async fn insert_run(tx: &mut Transaction<'_, Sqlite>, run: &NewRun) -> Result<i64, StoreError> {
     insert_run_with(tx, run, None, Granularity::PerRequest).await
 }
 
 /// [`insert_run`] for a run an import creates: its import and granularity are fixed at creation.
 pub(crate) async fn insert_run_with(
-    tx: &mut Transaction<'static, Sqlite>,
+    tx: &mut Transaction<'_, Sqlite>,
     run: &NewRun,
     import_id: Option<i64>,
     granularity: Granularity,
@@ -863,7 +854,7 @@ pub(crate) async fn insert_run_with(
 
 /// Commits what `written` stored, or rolls it all back and returns its error.
 async fn commit_or_rollback(
-    tx: Transaction<'static, Sqlite>,
+    tx: Transaction<'_, Sqlite>,
     written: Result<RunRecord, StoreError>,
 ) -> Result<RunRecord, StoreError> {
     match written {
@@ -882,7 +873,7 @@ async fn commit_or_rollback(
 
 #[allow(clippy::too_many_arguments)]
 async fn write_finish(
-    tx: &mut Transaction<'static, Sqlite>,
+    tx: &mut Transaction<'_, Sqlite>,
     run_id: i64,
     state: RunState,
     finished_at: &str,
@@ -930,7 +921,7 @@ async fn write_finish(
 /// through sqlx every value would be copied into its arguments and each statement would cross to
 /// the connection's thread and back.
 pub(crate) async fn write_requests<R: RequestRowSource + Sync>(
-    tx: &mut Transaction<'static, Sqlite>,
+    tx: &mut Transaction<'_, Sqlite>,
     run_id: i64,
     requests: &[R],
     keep_going: &(dyn Fn(u64) -> bool + Send + Sync),
@@ -1063,7 +1054,7 @@ impl Drop for Statement {
 }
 
 pub(crate) async fn write_evidence(
-    tx: &mut Transaction<'static, Sqlite>,
+    tx: &mut Transaction<'_, Sqlite>,
     run_id: i64,
     evidence: &[RunEvidence],
 ) -> Result<(), StoreError> {
@@ -1089,7 +1080,7 @@ pub(crate) async fn write_evidence(
 }
 
 pub(crate) async fn write_scrapes(
-    tx: &mut Transaction<'static, Sqlite>,
+    tx: &mut Transaction<'_, Sqlite>,
     run_id: i64,
     scrapes: &[MetricScrapeRow],
 ) -> Result<(), StoreError> {
@@ -1122,7 +1113,7 @@ pub(crate) async fn write_scrapes(
 /// the triggers refuse any change to the run.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn write_final_state(
-    tx: &mut Transaction<'static, Sqlite>,
+    tx: &mut Transaction<'_, Sqlite>,
     run_id: i64,
     columns: RunColumns,
     state: RunState,
