@@ -75,8 +75,8 @@ fn non_negative(v: Option<i64>) -> Option<u64> {
     v.and_then(|v| u64::try_from(v).ok())
 }
 
-/// Finalizes the statement however the read ends.
-struct Statement(*mut ffi::sqlite3_stmt);
+/// Finalizes the statement however the read or write ends.
+pub(crate) struct Statement(pub(crate) *mut ffi::sqlite3_stmt);
 
 impl Drop for Statement {
     fn drop(&mut self) {
@@ -89,7 +89,7 @@ impl Drop for Statement {
 /// The error SQLite reports on `db`.
 ///
 /// SAFETY: `db` must be a valid, locked handle.
-unsafe fn sqlite_error(db: *mut ffi::sqlite3, what: &str) -> StoreError {
+pub(crate) unsafe fn sqlite_error(db: *mut ffi::sqlite3, what: &str) -> StoreError {
     let message = std::ffi::CStr::from_ptr(ffi::sqlite3_errmsg(db)).to_string_lossy();
     StoreError::Sqlite(format!("{what}: {message}"))
 }

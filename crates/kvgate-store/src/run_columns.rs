@@ -168,8 +168,8 @@ async fn insert_part(
     Ok(())
 }
 
-/// A run's measured requests (warm-ups are not) in plan order, as SQLite hands a stored value
-/// back: a REAL zero is stored as the integer 0, so `-0.0` reads back as `0.0`.
+/// A time as SQLite hands it back once stored: a REAL with no fraction is stored as an integer,
+/// so `-0.0` reads back as `0.0`.
 fn as_stored(v: f64) -> f64 {
     if v == 0.0 {
         0.0
@@ -223,7 +223,7 @@ impl RunColumns {
         }
     }
 
-    /// A measured request just bound to be written to the run.
+    /// A measured (not warm-up) request just written to the run.
     pub(crate) fn push(&mut self, q: &MeasuredRequest<'_>) {
         if self.read_back {
             return;

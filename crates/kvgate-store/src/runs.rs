@@ -15,7 +15,7 @@ use libsqlite3_sys as ffi;
 use sqlx::sqlite::SqliteRow;
 use sqlx::{Row, Sqlite, Transaction};
 
-use crate::measured::MeasuredRequest;
+use crate::measured::{sqlite_error, MeasuredRequest, Statement};
 use crate::run_columns::RunColumns;
 use crate::{now_rfc3339, Store, StoreError};
 
@@ -916,10 +916,10 @@ async fn write_finish(
 /// whether to go on (`false` → [`StoreError::Cancelled`]; the caller rolls back). The measured
 /// ones are handed to `columns`.
 ///
-/// One prepared statement is stepped per row through SQLite's own API, each text bound where it
-/// lies, while another thread converts the rows ahead (checks, chunk times and verdict to JSON):
-/// through sqlx every value would be copied into its arguments and each statement would cross to
-/// the connection's thread and back.
+/// A prepared statement of `REQUEST_BATCH` rows is stepped through SQLite's own API, each text
+/// bound where it lies, while another thread converts the rows ahead (checks, chunk times and
+/// verdict to JSON): through sqlx every value would be copied into its arguments, and each
+/// statement would cross to the connection's thread and back.
 pub(crate) async fn write_requests<R: RequestRowSource + Sync>(
     tx: &mut Transaction<'_, Sqlite>,
     run_id: i64,
@@ -954,10 +954,7 @@ unsafe fn prepare(db: *mut ffi::sqlite3, sql: &str) -> Result<Statement, StoreEr
         std::ptr::null_mut(),
     );
     if rc != ffi::SQLITE_OK {
-        let message = std::ffi::CStr::from_ptr(ffi::sqlite3_errmsg(db)).to_string_lossy();
-        return Err(StoreError::Sqlite(format!(
-            "preparing the requests' insert: {message}"
-        )));
+        return Err(sqlite_error(db, "preparing the requests' insert"));
     }
     Ok(Statement(raw))
 }
@@ -1001,13 +998,15 @@ unsafe fn write_locked<R: RequestRowSource + Sync>(
                     if rc != ffi::SQLITE_DONE && ffi::sqlite3_get_autocommit(db) != 0 {
                         // SQLite ended the transaction itself (a full disk, an I/O error):
                         // nothing more may be written outside it.
-                        let message =
-                            std::ffi::CStr::from_ptr(ffi::sqlite3_errmsg(db)).to_string_lossy();
-                        return Err(StoreError::Sqlite(format!(
-                            "run {run_id}, requests {} to {}: {message}",
-                            chunk[0].record().index,
-                            chunk[chunk.len() - 1].record().index
-                        )));
+                        let (first, last) = (&chunk[0], &chunk[chunk.len() - 1]);
+                        return Err(sqlite_error(
+                            db,
+                            &format!(
+                                "run {run_id}, requests {} to {}",
+                                first.record().index,
+                                last.record().index
+                            ),
+                        ));
                     }
                     rc == ffi::SQLITE_DONE
                 }
@@ -1041,16 +1040,6 @@ unsafe fn write_locked<R: RequestRowSource + Sync>(
         }
         Ok(())
     })
-}
-
-/// Finalizes the statement however the write ends.
-struct Statement(*mut ffi::sqlite3_stmt);
-
-impl Drop for Statement {
-    fn drop(&mut self) {
-        // SAFETY: prepared on a handle still locked by the caller, finalized exactly once.
-        unsafe { ffi::sqlite3_finalize(self.0) };
-    }
 }
 
 pub(crate) async fn write_evidence(
