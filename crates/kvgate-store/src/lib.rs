@@ -48,12 +48,6 @@ use sqlx::sqlite::{
 };
 use sqlx::Sqlite;
 
-/// The page size of a database this store creates (an existing file keeps its own): a run's
-/// requests take a fourth of the pages SQLite's default of 4 KiB would, so writing a large
-/// import (through the write-ahead log, then into the file) and reading it back costs fewer
-/// system calls, log frames and B-tree steps.
-const PAGE_SIZE: u32 = 16_384;
-
 /// How long a writer waits for another connection's lock before giving up.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -72,7 +66,6 @@ impl Store {
         let options = SqliteConnectOptions::new()
             .filename(path)
             .create_if_missing(true)
-            .page_size(PAGE_SIZE)
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
