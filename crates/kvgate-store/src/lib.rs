@@ -93,7 +93,7 @@ impl Store {
 
     /// A connection for one large write transaction (an import): SQLite keeps a journal of the
     /// pages each statement changes, so that it can undo that statement alone, and past 64 KiB
-    /// (four pages) it keeps it in a temporary file, which every statement writing a batch of
+    /// it keeps it in a temporary file, which every statement writing a batch of
     /// requests would then write to. With temporary storage in memory it stays in memory; it is
     /// emptied after each statement. Give it back with [`Store::release_bulk`].
     pub(crate) async fn bulk_connection(&self) -> Result<PoolConnection<Sqlite>, StoreError> {
