@@ -94,6 +94,28 @@ pub(crate) unsafe fn sqlite_error(db: *mut ffi::sqlite3, what: &str) -> StoreErr
     StoreError::Sqlite(format!("{what}: {message}"))
 }
 
+/// Prepares `sql` on `db`; a refusal is named `what`.
+///
+/// SAFETY: `db` is a valid handle locked for this thread.
+pub(crate) unsafe fn prepare(
+    db: *mut ffi::sqlite3,
+    sql: &str,
+    what: &str,
+) -> Result<Statement, StoreError> {
+    let mut raw = std::ptr::null_mut();
+    let rc = ffi::sqlite3_prepare_v2(
+        db,
+        sql.as_ptr().cast(),
+        sql.len() as c_int,
+        &mut raw,
+        std::ptr::null_mut(),
+    );
+    if rc != ffi::SQLITE_OK {
+        return Err(sqlite_error(db, what));
+    }
+    Ok(Statement(raw))
+}
+
 /// SAFETY (all column readers): `stmt` holds a row and `i` is a column of the query.
 unsafe fn opt_f64(stmt: *mut ffi::sqlite3_stmt, i: c_int) -> Option<f64> {
     (ffi::sqlite3_column_type(stmt, i) != ffi::SQLITE_NULL)
@@ -144,18 +166,7 @@ pub(crate) async fn step_on(
     // SAFETY: `db` is a valid handle, locked for this thread until `handle` is dropped; the
     // statement is prepared, stepped and finalized before that.
     unsafe {
-        let mut raw = std::ptr::null_mut();
-        let rc = ffi::sqlite3_prepare_v2(
-            db,
-            sql.as_ptr().cast(),
-            sql.len() as c_int,
-            &mut raw,
-            std::ptr::null_mut(),
-        );
-        if rc != ffi::SQLITE_OK {
-            return Err(sqlite_error(db, &format!("preparing {what}")));
-        }
-        let stmt = Statement(raw);
+        let stmt = prepare(db, sql, &format!("preparing {what}"))?;
         for (i, param) in params.iter().enumerate() {
             if ffi::sqlite3_bind_int64(stmt.0, i as c_int + 1, *param) != ffi::SQLITE_OK {
                 return Err(sqlite_error(db, &format!("binding the query of {what}")));

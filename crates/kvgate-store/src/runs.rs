@@ -15,7 +15,7 @@ use libsqlite3_sys as ffi;
 use sqlx::sqlite::SqliteRow;
 use sqlx::{Row, Sqlite, Transaction};
 
-use crate::measured::{sqlite_error, MeasuredRequest, Statement};
+use crate::measured::{prepare, sqlite_error, MeasuredRequest};
 use crate::run_columns::RunColumns;
 use crate::{now_rfc3339, Store, StoreError};
 
@@ -941,24 +941,6 @@ pub(crate) async fn write_requests<R: RequestRowSource + Sync>(
     Ok(())
 }
 
-/// Prepares `sql` on `db`.
-///
-/// SAFETY: `db` is a valid handle locked for this thread.
-unsafe fn prepare(db: *mut ffi::sqlite3, sql: &str) -> Result<Statement, StoreError> {
-    let mut raw = std::ptr::null_mut();
-    let rc = ffi::sqlite3_prepare_v2(
-        db,
-        sql.as_ptr().cast(),
-        sql.len() as c_int,
-        &mut raw,
-        std::ptr::null_mut(),
-    );
-    if rc != ffi::SQLITE_OK {
-        return Err(sqlite_error(db, "preparing the requests' insert"));
-    }
-    Ok(Statement(raw))
-}
-
 /// [`write_requests`] on the locked handle `db`.
 ///
 /// SAFETY: `db` is a valid handle locked for this thread, inside a write transaction.
@@ -969,9 +951,10 @@ unsafe fn write_locked<R: RequestRowSource + Sync>(
     keep_going: &(dyn Fn(u64) -> bool + Send + Sync),
     columns: &mut RunColumns,
 ) -> Result<(), StoreError> {
-    let one = prepare(db, INSERT_REQUEST.as_str())?;
+    let what = "preparing the requests' insert";
+    let one = prepare(db, INSERT_REQUEST.as_str(), what)?;
     let batch = match requests.len() >= REQUEST_BATCH {
-        true => Some(prepare(db, INSERT_REQUEST_BATCH.as_str())?),
+        true => Some(prepare(db, INSERT_REQUEST_BATCH.as_str(), what)?),
         false => None,
     };
     std::thread::scope(|scope| {

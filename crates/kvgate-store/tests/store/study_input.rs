@@ -31,6 +31,20 @@ fn demo_sha() -> String {
     kvgate_core::canonical::sha256_hex(ITEMS.as_bytes())
 }
 
+async fn new_study(store: &Store, name: &str) -> i64 {
+    store
+        .insert_study(
+            &NewStudy {
+                name: name.into(),
+                description: String::new(),
+            },
+            Provenance::User,
+        )
+        .await
+        .unwrap()
+        .id
+}
+
 async fn frozen(store: &Store, sid: i64, cell: &str, text: &str) -> i64 {
     store.save_manifest_draft(sid, cell, text).await.unwrap();
     let digest = Manifest::from_json(text).unwrap().digest().unwrap();
@@ -135,17 +149,7 @@ async fn run(
 #[tokio::test]
 async fn legacy_rows_pair_with_the_recomputed_digest_and_an_unknown_corpus_is_named() {
     let (_dir, store) = fresh().await;
-    let sid = store
-        .insert_study(
-            &NewStudy {
-                name: "pairs".into(),
-                description: String::new(),
-            },
-            Provenance::User,
-        )
-        .await
-        .unwrap()
-        .id;
+    let sid = new_study(&store, "pairs").await;
     let b0 = frozen(&store, sid, "B0", B0).await;
     let q8 = frozen(&store, sid, "Q8", Q8).await;
     let q8_manifest = Manifest::from_json(Q8).unwrap();
@@ -637,17 +641,7 @@ async fn columns_of(store: &Store, run: i64) -> Vec<(i64, i64, String, Vec<u8>)>
 #[tokio::test]
 async fn a_runs_columns_built_as_its_rows_are_written_are_those_read_back_from_them() {
     let (_dir, store) = fresh().await;
-    let sid = store
-        .insert_study(
-            &NewStudy {
-                name: "built".into(),
-                description: String::new(),
-            },
-            Provenance::User,
-        )
-        .await
-        .unwrap()
-        .id;
+    let sid = new_study(&store, "built").await;
     let b0 = frozen(&store, sid, "B0", B0).await;
     let ids: Vec<String> = items().iter().map(|i| i.id.clone()).collect();
     let mut in_order = varied_requests((&ids, 97), kvgate_store::PART_ROWS + 300);
