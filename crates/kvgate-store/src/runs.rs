@@ -197,10 +197,16 @@ fn invalid(id: i64, reason: String) -> StoreError {
     }
 }
 
+/// Whether SQLite's `message` is the immutability triggers' refusal of a change to a finished
+/// run (the migrations' `RAISE(ABORT, 'run is finished: …')`).
+fn is_finished_refusal(message: &str) -> bool {
+    message.contains("run is finished")
+}
+
 /// Maps the immutability triggers' refusal to a typed error naming the run.
 fn frozen_or(err: sqlx::Error, run_id: i64) -> StoreError {
     match &err {
-        sqlx::Error::Database(db) if db.message().contains("run is finished") => frozen(run_id),
+        sqlx::Error::Database(db) if is_finished_refusal(db.message()) => frozen(run_id),
         _ => err.into(),
     }
 }
@@ -726,18 +732,21 @@ unsafe fn refused(
 ) -> StoreError {
     let code = ffi::sqlite3_extended_errcode(db);
     let message = std::ffi::CStr::from_ptr(ffi::sqlite3_errmsg(db)).to_string_lossy();
-    let warmup = request.warmup();
+    let which = if request.warmup() {
+        "warmup request"
+    } else {
+        "request"
+    };
     if code == ffi::SQLITE_CONSTRAINT_PRIMARYKEY || code == ffi::SQLITE_CONSTRAINT_UNIQUE {
         return StoreError::Conflict {
-            entity: if warmup { "warmup request" } else { "request" },
+            entity: which,
             field: "index",
             value: request.record().index.to_string(),
         };
     }
-    if message.contains("run is finished") {
+    if is_finished_refusal(&message) {
         return frozen(run_id);
     }
-    let which = if warmup { "warmup request" } else { "request" };
     StoreError::Sqlite(format!(
         "run {run_id}, {which} {}: {message}",
         request.record().index
