@@ -487,9 +487,24 @@ pub fn measure_child_main(args: &[String]) -> ! {
     std::process::exit(code)
 }
 
+/// Waits until every file written so far is on the disk (`sync`).
+pub(crate) fn settle() -> Result<(), String> {
+    let status = Command::new("sync")
+        .status()
+        .map_err(|e| format!("sync: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("sync: {status}"))
+    }
+}
+
 /// Runs a command to its end through [`measure_child_main`], stdout/stderr in files under
-/// `dir` (named `name`): its whole wall time and its peak RSS.
+/// `dir` (named `name`): its whole wall time and its peak RSS. Every command starts with what
+/// was written before it (generated inputs, an earlier command's database) already on the
+/// disk, so no command is timed while the kernel writes back another's gigabyte.
 pub(crate) fn measure(command: &Command, dir: &Path, name: &str) -> Result<Measured, String> {
+    settle()?;
     let stdout = File::create(dir.join(format!("{name}.stdout"))).map_err(|e| e.to_string())?;
     let stderr_path = dir.join(format!("{name}.stderr"));
     let stderr = File::create(&stderr_path).map_err(|e| e.to_string())?;
