@@ -82,12 +82,21 @@ export class ReviewModel {
     return this.pairs[this.index] ?? null;
   }
 
+  /** The current pair as it was read: null until it is read. A label does not change it (its
+   * label fields are stale; the row's are current), so what shows its prompt and answers is
+   * built once per pair. */
+  get currentDetail(): Pair | null {
+    const row = this.currentRow;
+    const detail = this.detail;
+    return row && detail && detail.pair_id === row.pair_id ? detail : null;
+  }
+
   /** The current pair, whole: null until it is read. Its label, note and reveal are its row's,
    * which a label updates at once. */
   get current(): Pair | null {
     const row = this.currentRow;
-    const detail = this.detail;
-    if (!row || !detail || detail.pair_id !== row.pair_id) return null;
+    const detail = this.currentDetail;
+    if (!row || !detail) return null;
     return {
       ...detail,
       label: row.label,
