@@ -2422,3 +2422,20 @@ fn team_items_are_stratified_and_segmented_by_their_labels_only() {
         ]
     );
 }
+
+/// The cells scored on two cores come back in the study's order, each from its own cell, for
+/// every count of cells (none, one, even, odd).
+#[test]
+fn cells_scored_on_two_cores_keep_their_order() {
+    for n in 0..=7usize {
+        let items: Vec<usize> = (0..n).collect();
+        let got = each_on_two_cores(&items, |i| (*i, std::thread::current().id()));
+        let order: Vec<usize> = got.iter().map(|g| g.0).collect();
+        assert_eq!(order, items, "{n} items");
+        if n >= 2 {
+            // Every other one on a second thread.
+            assert_ne!(got[0].1, got[1].1);
+            assert!(got.iter().step_by(2).all(|g| g.1 == got[0].1));
+        }
+    }
+}
