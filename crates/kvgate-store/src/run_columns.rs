@@ -370,9 +370,17 @@ pub struct ColumnsDictionary {
     /// Rows in all parts.
     pub rows: u64,
     parts: u32,
+    /// The stored sha256 of the dictionary's bytes, which they were checked against.
+    sha256: String,
 }
 
 impl ColumnsDictionary {
+    /// The sha256 of the dictionary's bytes: two runs with the same one name the same entries
+    /// in the same order.
+    pub fn sha256(&self) -> &str {
+        &self.sha256
+    }
+
     /// Distinct item ids.
     pub fn item_count(&self) -> usize {
         self.items.len()
@@ -540,6 +548,7 @@ fn read_dictionary(data: &[u8]) -> Option<ColumnsDictionary> {
         prompts,
         rows,
         parts,
+        sha256: String::new(),
     })
 }
 
@@ -615,8 +624,9 @@ impl Store {
                     if !matches!(same, Ok(true)) {
                         return Err(broken(run_id, n, "its bytes are not its sha256".into()));
                     }
-                    let read = read
+                    let mut read = read
                         .ok_or_else(|| broken(run_id, n, "does not read as a dictionary".into()))?;
+                    read.sha256 = String::from_utf8_lossy(sha256).into_owned();
                     if read.rows != measured {
                         return Err(broken(
                             run_id,

@@ -11,11 +11,14 @@
 //! when the corpus cannot be found the rows keep none, and the run says why.
 
 use std::collections::HashMap;
+use std::hash::BuildHasher;
 
 /// The hash of the load's interning tables (item ids, prompt digests): foldhash, which reads 8
 /// bytes a step (a byte-at-a-time hash was a fifth of the load at a million rows). Keys are still
 /// compared whole: two digests are the same prompt only when equal.
 type FastHash = foldhash::fast::RandomState;
+
+use hashbrown::hash_table::{Entry, HashTable};
 
 use crate::{MeasuredRequest, RunState, Store, StoreError};
 use kvgate_core::analysis::{
@@ -73,34 +76,92 @@ struct RunPrompts {
     tokens: Option<HashMap<String, u64>>,
 }
 
-/// Interns prompt digests as indices into [`StudyInput::prompts`].
-#[derive(Default)]
-struct Prompts {
-    list: Vec<String>,
-    index: HashMap<String, u32, FastHash>,
+/// Strings numbered in the order they are first given. They are kept one after another in one
+/// buffer, so a look-up that finds its key reads the index (numbers only), where the number's
+/// string starts, and the string: no copy per key (200,000 allocations at a million rows, and
+/// their frees), and one fewer read from far memory than a list of strings. Keys are compared
+/// whole: two strings have one number only when equal.
+struct Numbering {
+    bytes: String,
+    /// Where each number's string starts in `bytes`, and after the last where it ends.
+    starts: Vec<usize>,
+    index: HashTable<u32>,
+    hasher: FastHash,
 }
 
-impl Prompts {
-    fn reserve(&mut self, n: usize) {
-        self.list.reserve(n);
-        self.index.reserve(n);
-    }
-
-    fn intern(&mut self, digest: &str) -> u32 {
-        if let Some(&i) = self.index.get(digest) {
-            return i;
+impl Default for Numbering {
+    fn default() -> Numbering {
+        Numbering {
+            bytes: String::new(),
+            starts: vec![0],
+            index: HashTable::new(),
+            hasher: FastHash::default(),
         }
-        let i = self.list.len() as u32;
-        self.list.push(digest.to_owned());
-        self.index.insert(digest.to_owned(), i);
-        i
+    }
+}
+
+impl Numbering {
+    fn len(&self) -> usize {
+        self.starts.len() - 1
     }
 
-    /// [`Prompts::intern`] for a row of an item: an item's rows mostly send the same prompt,
+    /// The string numbered `n`.
+    fn key(&self, n: u32) -> &str {
+        let n = n as usize;
+        &self.bytes[self.starts[n]..self.starts[n + 1]]
+    }
+
+    /// Room for `n` more numbers (the buffer grows as strings come).
+    fn reserve(&mut self, n: usize) {
+        self.starts.reserve(n);
+        let hasher = &self.hasher;
+        let (bytes, starts) = (&self.bytes, &self.starts);
+        self.index.reserve(n, |&i| {
+            hasher.hash_one(&bytes[starts[i as usize]..starts[i as usize + 1]])
+        });
+    }
+
+    /// The number of `key`, when it has one.
+    fn get(&self, key: &str) -> Option<u32> {
+        self.index
+            .find(self.hasher.hash_one(key), |&i| self.key(i) == key)
+            .copied()
+    }
+
+    /// The number of `key`, given now if it has none.
+    fn intern(&mut self, key: &str) -> u32 {
+        let hasher = &self.hasher;
+        let (bytes, starts) = (&self.bytes, &self.starts);
+        let at = |i: u32| &bytes[starts[i as usize]..starts[i as usize + 1]];
+        let entry = self.index.entry(
+            hasher.hash_one(key),
+            |&i| at(i) == key,
+            |&i| hasher.hash_one(at(i)),
+        );
+        match entry {
+            Entry::Occupied(found) => *found.get(),
+            Entry::Vacant(free) => {
+                let i = u32::try_from(starts.len() - 1).expect("fewer than 2^32 strings");
+                free.insert(i);
+                self.bytes.push_str(key);
+                self.starts.push(self.bytes.len());
+                i
+            }
+        }
+    }
+
+    /// The strings in number order.
+    fn into_list(self) -> Vec<String> {
+        (0..self.len() as u32)
+            .map(|n| self.key(n).to_owned())
+            .collect()
+    }
+
+    /// [`Numbering::intern`] for a row of an item: an item's rows mostly send the same prompt,
     /// so the digest its last row sent (`last`) is compared first, byte for byte.
     fn intern_for(&mut self, digest: &str, last: &mut Option<u32>) -> u32 {
         if let Some(i) = *last {
-            if self.list[i as usize] == digest {
+            if self.key(i) == digest {
                 return i;
             }
         }
@@ -278,10 +339,10 @@ pub async fn load_study(
         evidence.close(cell);
     }
     let mut rows = Rows {
-        items: Vec::new(),
-        item_index: HashMap::default(),
+        items: Numbering::default(),
+        strata: Vec::new(),
         item_prompt: Vec::new(),
-        prompts: Prompts::default(),
+        prompts: Numbering::default(),
         corpus_cache: HashMap::new(),
         run_prompts,
         manifests: &parsed,
@@ -294,6 +355,9 @@ pub async fn load_study(
         .filter_map(|r| run_slot.get(&r.id).map(|&slot| (r, slot)))
         .collect();
     loaded.sort_by_key(|(r, _)| r.id);
+    // The study's numbers of a dictionary's entries, by its sha256: runs sent from one corpus
+    // in one order (each cell's quality run) have one dictionary, looked up once.
+    let mut numbered: HashMap<String, (Found, Found)> = HashMap::new();
     for (run, (ci, ri)) in loaded {
         let pi = prompt_slot[&run.id];
         let requests = &mut cells[ci].runs[ri].requests;
@@ -305,19 +369,22 @@ pub async fn load_study(
                 if item_of.is_empty() && prompt_of.is_empty() {
                     // The numbers the study already has for the run's items and digests, found
                     // on both cores; the others are given on their first row, as from the rows.
-                    item_of = known(dictionary.item_count(), &rows.item_index, |k| {
-                        dictionary.item(k)
-                    });
-                    prompt_of = known(dictionary.prompt_count(), &rows.prompts.index, |k| {
-                        dictionary.prompt(k)
-                    });
+                    (item_of, prompt_of) =
+                        numbered.remove(dictionary.sha256()).unwrap_or_else(|| {
+                            (
+                                known(dictionary.item_count(), &rows.items, |k| dictionary.item(k)),
+                                known(dictionary.prompt_count(), &rows.prompts, |k| {
+                                    dictionary.prompt(k)
+                                }),
+                            )
+                        });
                     requests.reserve(dictionary.rows as usize);
                     // The first run numbers all its entries: room for them at once, not by
                     // doubling and rehashing (later runs mostly name entries already numbered).
-                    if rows.items.is_empty() {
+                    if rows.items.len() == 0 {
                         rows.reserve_items(dictionary.item_count());
                     }
-                    if rows.prompts.list.is_empty() {
+                    if rows.prompts.len() == 0 {
                         rows.prompts.reserve(dictionary.prompt_count());
                     }
                 }
@@ -358,7 +425,9 @@ pub async fn load_study(
                 }
             })
             .await?;
-        if columns.is_none() {
+        if let Some(dictionary) = columns {
+            numbered.insert(dictionary.sha256().to_owned(), (item_of, prompt_of));
+        } else {
             store
                 .for_each_measured_request_of_run(run.id, |q| {
                     requests.push(rows.row(pi, &q, None));
@@ -368,6 +437,7 @@ pub async fn load_study(
     }
     let Rows {
         items,
+        strata,
         prompts,
         run_prompts,
         ..
@@ -408,11 +478,14 @@ pub async fn load_study(
         });
     }
     Ok(StudyInput {
-        items,
-        prompts: prompts.list,
+        items: items.into_list().into_iter().zip(strata).collect(),
+        prompts: prompts.into_list(),
         cells,
     })
 }
+
+/// Per entry of a run's dictionary, the study's number for it, once known.
+type Found = Vec<Option<u32>>;
 
 /// The numbers `index` holds for entries `0..count` of a run's dictionary (`entry`), `None` for
 /// those it does not hold yet: read-only, the two halves on the two cores. A string a study has
@@ -420,14 +493,14 @@ pub async fn load_study(
 /// same items), and each is a cache miss or two.
 fn known<'d>(
     count: usize,
-    index: &HashMap<String, u32, FastHash>,
+    index: &Numbering,
     entry: impl Fn(u32) -> &'d str + Sync,
-) -> Vec<Option<u32>> {
+) -> Found {
     const SERIAL: usize = 4096;
-    let find = |ks: std::ops::Range<usize>| -> Vec<Option<u32>> {
-        ks.map(|k| index.get(entry(k as u32)).copied()).collect()
+    let find = |ks: std::ops::Range<usize>| -> Found {
+        ks.map(|k| index.get(entry(k as u32))).collect()
     };
-    if index.is_empty() {
+    if index.len() == 0 {
         return vec![None; count];
     }
     if count < SERIAL {
@@ -445,12 +518,13 @@ fn known<'d>(
 /// The load's numbering of items and prompts, and what it recomputes per run, shared by the two
 /// ways a run's requests are read (its columns, its rows).
 struct Rows<'a, 'c> {
-    items: Vec<(String, Option<ItemStrata>)>,
-    // Item ids repeat once per cell and pass: looked up by the borrowed row text.
-    item_index: HashMap<String, u32, FastHash>,
+    /// Item ids, which repeat once per cell and pass: looked up by the borrowed row text.
+    items: Numbering,
+    /// Per item: its strata, read from its id.
+    strata: Vec<Option<ItemStrata>>,
     /// Per item: the prompt its last row sent.
     item_prompt: Vec<Option<u32>>,
-    prompts: Prompts,
+    prompts: Numbering,
     corpus_cache: HashMap<String, Result<Vec<CorpusItem>, String>>,
     run_prompts: Vec<RunPrompts>,
     manifests: &'a [Option<Manifest>],
@@ -460,20 +534,17 @@ struct Rows<'a, 'c> {
 impl Rows<'_, '_> {
     fn reserve_items(&mut self, n: usize) {
         self.items.reserve(n);
-        self.item_index.reserve(n);
+        self.strata.reserve(n);
         self.item_prompt.reserve(n);
     }
 
     /// The study's number of item `id`.
     fn item(&mut self, id: &str) -> u32 {
-        if let Some(&i) = self.item_index.get(id) {
-            return i;
+        let i = self.items.intern(id);
+        if i as usize == self.strata.len() {
+            self.strata.push(ItemStrata::from_item_id(id));
+            self.item_prompt.push(None);
         }
-        let i = self.items.len() as u32;
-        self.items
-            .push((id.to_owned(), ItemStrata::from_item_id(id)));
-        self.item_index.insert(id.to_owned(), i);
-        self.item_prompt.push(None);
         i
     }
 
@@ -578,7 +649,7 @@ fn recompute(
     manifests: &[Option<Manifest>],
     cache: &mut HashMap<String, Result<Vec<CorpusItem>, String>>,
     corpora: &mut CorpusSource<'_>,
-    prompts: &mut Prompts,
+    prompts: &mut Numbering,
 ) -> Result<HashMap<String, u32>, String> {
     let Some(corpus) = &run.corpus else {
         return Err(
@@ -609,14 +680,14 @@ fn recompute(
 
 #[cfg(test)]
 mod tests {
-    use super::Prompts;
+    use super::Numbering;
 
     /// The shortcut by an item's last prompt never makes two digests one prompt, nor one digest
     /// two: an item whose rows alternate between prompts, and another item sending one of them.
     #[test]
     fn an_items_last_prompt_is_a_shortcut_never_a_match() {
         let (a, b) = ("a".repeat(64), "b".repeat(64));
-        let mut prompts = Prompts::default();
+        let mut prompts = Numbering::default();
         let (mut first, mut second) = (None, None);
         let got: Vec<u32> = [&a, &b, &a, &a, &b]
             .into_iter()
@@ -626,6 +697,35 @@ mod tests {
         assert_eq!(prompts.intern_for(&a, &mut second), 0);
         assert_eq!(prompts.intern_for(&"c".repeat(64), &mut second), 2);
         assert_eq!(prompts.intern(&b), 1);
-        assert_eq!(prompts.list, [a, b, "c".repeat(64)]);
+        assert_eq!(prompts.into_list(), [a, b, "c".repeat(64)]);
+    }
+
+    /// Strings kept one after another are still told apart where one ends: a string and its
+    /// prefixes, two that are one when joined, and the empty string each have their own number;
+    /// a string not given has none, even when it is in the buffer across two.
+    #[test]
+    fn strings_kept_end_to_end_are_numbered_whole() {
+        let given = ["ab", "abc", "", "c", "a", "bc", "abcabc"];
+        let mut numbers = Numbering::default();
+        // Enough that the index grows and places every number again by its string.
+        let more: Vec<String> = (0..1000).map(|k| format!("k{k}")).collect();
+        for (n, key) in given.iter().enumerate() {
+            assert_eq!(numbers.intern(key), n as u32, "{key:?}");
+        }
+        for (n, key) in more.iter().enumerate() {
+            assert_eq!(numbers.intern(key), (given.len() + n) as u32);
+        }
+        for (n, key) in given.iter().enumerate() {
+            assert_eq!(numbers.get(key), Some(n as u32), "{key:?}");
+            assert_eq!(numbers.intern(key), n as u32, "{key:?}");
+        }
+        // "abc" + "" + "c" is "abcc" in the buffer; "bca" crosses "abc" and "abcabc".
+        for absent in ["abcc", "bca", "cab", "b", "k1000", "a "] {
+            assert_eq!(numbers.get(absent), None, "{absent:?}");
+        }
+        let list = numbers.into_list();
+        assert_eq!(list.len(), given.len() + more.len());
+        assert_eq!(&list[..given.len()], given);
+        assert_eq!(&list[given.len()..], more);
     }
 }

@@ -560,6 +560,9 @@ async fn study_of_every_kind_of_row(store: &Store) -> (i64, Vec<i64>) {
         .map(|j| format!("many-{}", j * 7 % 9000))
         .collect();
     runs.push(varied_run(store, sid, q8, (&mixed, 9001), 6000).await);
+    // The first of those two sent again, by the other cell: the same dictionary, whose numbers
+    // the load takes from the first run instead of looking its entries up again.
+    runs.push(varied_run(store, sid, q8, (&many, 9001), 6000).await);
     (sid, runs)
 }
 
@@ -588,6 +591,22 @@ async fn a_study_loads_the_same_from_its_runs_columns_as_from_their_rows() {
         .await
         .unwrap();
     assert_eq!(parts, 4, "a dictionary and three parts");
+    let dictionary = |run: i64| {
+        sqlx::query_scalar::<_, String>(
+            "SELECT sha256 FROM run_columns WHERE run_id = ? AND part = -1",
+        )
+        .bind(run)
+        .fetch_one(store.pool())
+    };
+    let (first, again, other) = (runs[6], runs[8], runs[7]);
+    assert_eq!(
+        dictionary(first).await.unwrap(),
+        dictionary(again).await.unwrap()
+    );
+    assert_ne!(
+        dictionary(first).await.unwrap(),
+        dictionary(other).await.unwrap()
+    );
     let from_columns = load_study(&store, sid, &mut demo_corpora).await.unwrap();
     let measured: usize = from_columns
         .cells
@@ -597,7 +616,7 @@ async fn a_study_loads_the_same_from_its_runs_columns_as_from_their_rows() {
         .sum();
     assert_eq!(
         measured,
-        6 + 6 + 3 + 2 * kvgate_store::PART_ROWS + 17 + 40 + 2 * 6000
+        6 + 6 + 3 + 2 * kvgate_store::PART_ROWS + 17 + 40 + 3 * 6000
     );
 
     without_column_triggers(&store, "DELETE FROM run_columns").await;
