@@ -28,7 +28,9 @@ use std::os::raw::c_int;
 use libsqlite3_sys as ffi;
 use sqlx::{Sqlite, Transaction};
 
-use crate::measured::{measured_row, step_on, MeasuredRequest, RUN_MEASURED_PAGE_SQL};
+use crate::measured::{
+    measured_row, sqlite_error, step_on, MeasuredRequest, RUN_MEASURED_PAGE_SQL,
+};
 use crate::{Store, StoreError};
 
 /// Rows per part.
@@ -593,20 +595,28 @@ impl Store {
         let mut next = DICTIONARY;
         let mut seen = 0u64;
         let mut conn = self.pool.acquire().await?;
-        // Stepped in place: each part's bytes are read where SQLite holds them, never copied.
+        // Each part's bytes are read into one buffer, kept from part to part: SQLite would
+        // allocate each part's megabytes afresh (`length(data)` reads no byte of them).
+        let mut bytes = BlobReader::default();
         step_on(
             &mut conn,
-            "SELECT part, rows, sha256, data FROM run_columns WHERE run_id = ? ORDER BY part",
+            "SELECT part, rows, sha256, id, length(data) FROM run_columns \
+             WHERE run_id = ? ORDER BY part",
             "the columns of a run",
             &[run_id],
             |s| {
-                // SAFETY: `s` holds a row of the query; the bytes are used before the next step.
+                // SAFETY: `s` holds a row of the query; its text is used before the next step,
+                // and its connection is the one `s` was prepared on, locked for this thread.
                 let (n, count, sha256, data) = unsafe {
+                    let (id, len) = (
+                        ffi::sqlite3_column_int64(s, 3),
+                        ffi::sqlite3_column_int64(s, 4),
+                    );
                     (
                         ffi::sqlite3_column_int64(s, 0),
                         ffi::sqlite3_column_int64(s, 1),
                         blob(s, 2),
-                        blob(s, 3),
+                        bytes.read(ffi::sqlite3_db_handle(s), id, len)?,
                     )
                 };
                 if n != next {
@@ -686,6 +696,63 @@ impl Store {
             ));
         }
         Ok(Some(dict))
+    }
+}
+
+/// Reads `run_columns.data` of one row after another into one buffer.
+#[derive(Default)]
+struct BlobReader {
+    buffer: Vec<u8>,
+}
+
+/// Closes a blob handle however its read ends.
+struct Blob(*mut ffi::sqlite3_blob);
+
+impl Drop for Blob {
+    fn drop(&mut self) {
+        // SAFETY: opened on a handle still locked by the caller, closed once (null: no-op).
+        unsafe { ffi::sqlite3_blob_close(self.0) };
+    }
+}
+
+impl BlobReader {
+    /// The `len` bytes of `data` of row `id`.
+    ///
+    /// SAFETY: `db` is a valid handle, locked for this thread.
+    unsafe fn read(
+        &mut self,
+        db: *mut ffi::sqlite3,
+        id: i64,
+        len: i64,
+    ) -> Result<&[u8], StoreError> {
+        let what = "reading the columns of a run";
+        let Some(n) = c_int::try_from(len).ok().filter(|n| *n >= 0) else {
+            return Err(StoreError::Sqlite(format!("{what}: a part of {len} bytes")));
+        };
+        let mut blob = Blob(std::ptr::null_mut());
+        let rc = ffi::sqlite3_blob_open(
+            db,
+            c"main".as_ptr(),
+            c"run_columns".as_ptr(),
+            c"data".as_ptr(),
+            id,
+            0,
+            &mut blob.0,
+        );
+        if rc != ffi::SQLITE_OK {
+            return Err(sqlite_error(db, what));
+        }
+        if ffi::sqlite3_blob_bytes(blob.0) != n {
+            return Err(StoreError::Sqlite(format!(
+                "{what}: row {id} holds {} bytes, not the {n} listed",
+                ffi::sqlite3_blob_bytes(blob.0)
+            )));
+        }
+        self.buffer.resize(n as usize, 0);
+        if ffi::sqlite3_blob_read(blob.0, self.buffer.as_mut_ptr().cast(), n, 0) != ffi::SQLITE_OK {
+            return Err(sqlite_error(db, what));
+        }
+        Ok(&self.buffer)
     }
 }
 
