@@ -14,6 +14,7 @@ mod error;
 mod evidence;
 pub mod files;
 pub mod fixtures;
+pub mod huge_pages;
 pub mod imports;
 pub mod interventions;
 pub mod llm;

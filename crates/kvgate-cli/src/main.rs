@@ -24,6 +24,11 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use kvgate_app::{App, AppError, DbLocation};
 
+// Large buffers on huge pages (see `kvgate_app::huge_pages`).
+#[global_allocator]
+static ALLOCATOR: kvgate_app::huge_pages::LargeOnHugePages =
+    kvgate_app::huge_pages::LargeOnHugePages;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "kvgate",
