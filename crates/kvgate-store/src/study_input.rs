@@ -491,15 +491,10 @@ type Found = Vec<Option<u32>>;
 /// those it does not hold yet: read-only, the two halves on the two cores. A string a study has
 /// already numbered is most of a large study's look-ups (every run after the first sends the
 /// same items), and each is a cache miss or two.
-fn known<'d>(
-    count: usize,
-    index: &Numbering,
-    entry: impl Fn(u32) -> &'d str + Sync,
-) -> Found {
+fn known<'d>(count: usize, index: &Numbering, entry: impl Fn(u32) -> &'d str + Sync) -> Found {
     const SERIAL: usize = 4096;
-    let find = |ks: std::ops::Range<usize>| -> Found {
-        ks.map(|k| index.get(entry(k as u32))).collect()
-    };
+    let find =
+        |ks: std::ops::Range<usize>| -> Found { ks.map(|k| index.get(entry(k as u32))).collect() };
     if index.len() == 0 {
         return vec![None; count];
     }
