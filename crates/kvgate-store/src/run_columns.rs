@@ -28,9 +28,7 @@ use std::os::raw::c_int;
 use libsqlite3_sys as ffi;
 use sqlx::{Sqlite, Transaction};
 
-use crate::measured::{
-    measured_row, sqlite_error, step_on, MeasuredRequest, RUN_MEASURED_PAGE_SQL,
-};
+use crate::measured::{measured_row, step_on, MeasuredRequest, RUN_MEASURED_PAGE_SQL};
 use crate::{Store, StoreError};
 
 /// Rows per part.
@@ -605,23 +603,22 @@ impl Store {
             "the columns of a run",
             &[run_id],
             |s| {
-                // SAFETY: `s` holds a row of the query; its text is used before the next step,
-                // and its connection is the one `s` was prepared on, locked for this thread.
-                let (n, count, sha256, data) = unsafe {
-                    let (id, len) = (
-                        ffi::sqlite3_column_int64(s, 3),
-                        ffi::sqlite3_column_int64(s, 4),
-                    );
+                // SAFETY: `s` holds a row of the query; its text is used before the next step.
+                let (n, count, sha256, id, len) = unsafe {
                     (
                         ffi::sqlite3_column_int64(s, 0),
                         ffi::sqlite3_column_int64(s, 1),
                         blob(s, 2),
-                        bytes.read(ffi::sqlite3_db_handle(s), id, len)?,
+                        ffi::sqlite3_column_int64(s, 3),
+                        ffi::sqlite3_column_int64(s, 4),
                     )
                 };
                 if n != next {
                     return Err(broken(run_id, next, "missing".into()));
                 }
+                // SAFETY: the connection `s` was prepared on, locked for this thread.
+                let data = unsafe { bytes.read(ffi::sqlite3_db_handle(s), id, len) }
+                    .map_err(|why| broken(run_id, n, why))?;
                 next += 1;
                 let Some(dict) = &dict else {
                     // The digest on the other core while the dictionary is read; it is checked
@@ -716,18 +713,16 @@ impl Drop for Blob {
 }
 
 impl BlobReader {
-    /// The `len` bytes of `data` of row `id`.
+    /// The `len` bytes of `data` of row `id`; else SQLite's refusal.
     ///
     /// SAFETY: `db` is a valid handle, locked for this thread.
-    unsafe fn read(
-        &mut self,
-        db: *mut ffi::sqlite3,
-        id: i64,
-        len: i64,
-    ) -> Result<&[u8], StoreError> {
-        let what = "reading the columns of a run";
+    unsafe fn read(&mut self, db: *mut ffi::sqlite3, id: i64, len: i64) -> Result<&[u8], String> {
+        let refused = || {
+            let message = std::ffi::CStr::from_ptr(ffi::sqlite3_errmsg(db));
+            format!("its bytes cannot be read: {}", message.to_string_lossy())
+        };
         let Some(n) = c_int::try_from(len).ok().filter(|n| *n >= 0) else {
-            return Err(StoreError::Sqlite(format!("{what}: a part of {len} bytes")));
+            return Err(format!("{len} bytes"));
         };
         let mut blob = Blob(std::ptr::null_mut());
         let rc = ffi::sqlite3_blob_open(
@@ -740,17 +735,15 @@ impl BlobReader {
             &mut blob.0,
         );
         if rc != ffi::SQLITE_OK {
-            return Err(sqlite_error(db, what));
+            return Err(refused());
         }
-        if ffi::sqlite3_blob_bytes(blob.0) != n {
-            return Err(StoreError::Sqlite(format!(
-                "{what}: row {id} holds {} bytes, not the {n} listed",
-                ffi::sqlite3_blob_bytes(blob.0)
-            )));
+        let held = ffi::sqlite3_blob_bytes(blob.0);
+        if held != n {
+            return Err(format!("{held} bytes where {n} were listed"));
         }
         self.buffer.resize(n as usize, 0);
         if ffi::sqlite3_blob_read(blob.0, self.buffer.as_mut_ptr().cast(), n, 0) != ffi::SQLITE_OK {
-            return Err(sqlite_error(db, what));
+            return Err(refused());
         }
         Ok(&self.buffer)
     }

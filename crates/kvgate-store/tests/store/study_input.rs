@@ -793,7 +793,20 @@ async fn columns_that_are_not_the_runs_are_refused_and_cannot_be_changed() {
         "{err}"
     );
 
-    // Restored whole: the study loads again.
+    // A part that holds a number, not bytes: refused by SQLite, named by run and part.
     without_column_triggers(&store, &set(-1, &dictionary, sha(&dictionary))).await;
+    without_column_triggers(
+        &store,
+        &format!("UPDATE run_columns SET data = 7 WHERE run_id = {run} AND part = 0"),
+    )
+    .await;
+    let err = load().await;
+    assert!(
+        err.contains(&format!("run {run}, part 0: its bytes cannot be read")),
+        "{err}"
+    );
+
+    // Restored whole: the study loads again.
+    without_column_triggers(&store, &set(0, &data, sha(&data))).await;
     load_study(&store, sid, &mut demo_corpora).await.unwrap();
 }
