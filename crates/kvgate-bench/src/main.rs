@@ -9,7 +9,8 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;
 
-// The programs' allocator, so the in-process figures are the CLI's: large buffers on huge pages (see `kvgate_app::huge_pages`).
+// The programs' allocator, so the in-process figures are the CLI's: large buffers on huge
+// pages (see `kvgate_app::huge_pages`).
 #[global_allocator]
 static ALLOCATOR: kvgate_app::huge_pages::LargeOnHugePages =
     kvgate_app::huge_pages::LargeOnHugePages;
