@@ -89,6 +89,13 @@ struct Numbering {
     hasher: FastHash,
 }
 
+/// The string numbered `n` in a [`Numbering`]'s buffer, borrowed apart from its index (which a
+/// look-up or insertion borrows at the same time).
+fn key_in<'b>(bytes: &'b str, starts: &[usize], n: u32) -> &'b str {
+    let n = n as usize;
+    &bytes[starts[n]..starts[n + 1]]
+}
+
 impl Default for Numbering {
     fn default() -> Numbering {
         Numbering {
@@ -107,8 +114,7 @@ impl Numbering {
 
     /// The string numbered `n`.
     fn key(&self, n: u32) -> &str {
-        let n = n as usize;
-        &self.bytes[self.starts[n]..self.starts[n + 1]]
+        key_in(&self.bytes, &self.starts, n)
     }
 
     /// Room for `n` more numbers (the buffer grows as strings come).
@@ -116,9 +122,8 @@ impl Numbering {
         self.starts.reserve(n);
         let hasher = &self.hasher;
         let (bytes, starts) = (&self.bytes, &self.starts);
-        self.index.reserve(n, |&i| {
-            hasher.hash_one(&bytes[starts[i as usize]..starts[i as usize + 1]])
-        });
+        self.index
+            .reserve(n, |&i| hasher.hash_one(key_in(bytes, starts, i)));
     }
 
     /// The number of `key`, when it has one.
@@ -132,7 +137,7 @@ impl Numbering {
     fn intern(&mut self, key: &str) -> u32 {
         let hasher = &self.hasher;
         let (bytes, starts) = (&self.bytes, &self.starts);
-        let at = |i: u32| &bytes[starts[i as usize]..starts[i as usize + 1]];
+        let at = |i: u32| key_in(bytes, starts, i);
         let entry = self.index.entry(
             hasher.hash_one(key),
             |&i| at(i) == key,
