@@ -31,6 +31,7 @@ use kvgate_core::run::{RequestRecord, RequestStatus};
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
+mod numbers;
 pub mod stream;
 
 use super::pyjson::PyJsonReader;

@@ -13,13 +13,14 @@
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
 use kvgate_core::run::RequestRecord;
 use serde::de::{self, DeserializeSeed, SeqAccess, Visitor};
 use serde_json::Value;
 
+use super::numbers::{self, Fast};
 use super::{
     documents_path, earliest_send, element_error, json_error, plan_run, Document, GapsOf,
     OptionalSeed, RowRules, RowValues, COLUMN_NAMES,
@@ -28,7 +29,7 @@ use crate::import::pyjson::PyJsonReader;
 use crate::import::{ImportError, ImportFormat, ImportWarning, ParsedImport, Source};
 
 /// Entries a column reader hands over at a time.
-const BATCH: usize = 1024;
+pub(super) const BATCH: usize = 1024;
 /// Batches waiting per column.
 const DEPTH: usize = 2;
 /// A column reader's read buffer.
@@ -820,31 +821,42 @@ const UNWANTED: &str = "kvgate: column no longer read";
 
 fn read_column(
     source: &Source,
-    path: &PathBuf,
+    path: &Path,
     at: &ColumnAt,
     position: Option<usize>,
     tx: &SyncSender<Message>,
 ) -> Result<u64, Stop> {
-    let mut file = File::open(path).map_err(|e| Some(source.io(e)))?;
-    let len = file.metadata().map_err(|e| Some(source.io(e)))?.len();
-    if len < at.end {
-        return Err(Some(ImportError::Io {
-            file: source.file.clone(),
-            message: format!(
-                "`{}` ends past the end of the file ({} bytes, {len} now): it changed while it was imported",
-                at.name, at.end
-            ),
-        }));
-    }
-    file.seek(SeekFrom::Start(at.offset))
-        .map_err(|e| Some(source.io(e)))?;
-    // The array alone: nothing after it is read (or counted).
-    let array = file.take(at.end - at.offset);
+    let fast = match at.name {
+        "generated_texts" | "errors" => None,
+        "itls" => Some(numbers::gaps(
+            open_array(source, path, at)?,
+            READ_BUFFER,
+            |b| tx.send(Message::Batch(Batch::Gaps(b))).is_ok(),
+        )),
+        _ => Some(numbers::numbers(
+            open_array(source, path, at)?,
+            READ_BUFFER,
+            |b| tx.send(Message::Batch(Batch::Numbers(b))).is_ok(),
+        )),
+    };
+    // What the fast read did not take is read again by serde_json, which names it.
+    let skip = match fast.transpose().map_err(|e| Some(source.io(e)))? {
+        Some(Fast::Read(nan)) => return Ok(nan),
+        Some(Fast::Unwanted) => return Err(None),
+        Some(Fast::Unsure(sent)) => sent,
+        None => 0,
+    };
+    let array = open_array(source, path, at)?;
     let mut py = PyJsonReader::new(BufReader::with_capacity(READ_BUFFER, array));
     let result = {
         let buffered = BufReader::with_capacity(READ_BUFFER, &mut py);
         let mut de = serde_json::Deserializer::from_reader(buffered);
-        ColumnSeed { name: at.name, tx }.deserialize(&mut de)
+        ColumnSeed {
+            name: at.name,
+            tx,
+            skip,
+        }
+        .deserialize(&mut de)
     };
     match result {
         Ok(()) => Ok(py.replaced()),
@@ -867,9 +879,29 @@ fn read_column(
     }
 }
 
+/// The bytes of the array at `at`, alone: nothing after it is read (or counted).
+fn open_array(source: &Source, path: &Path, at: &ColumnAt) -> Result<io::Take<File>, Stop> {
+    let mut file = File::open(path).map_err(|e| Some(source.io(e)))?;
+    let len = file.metadata().map_err(|e| Some(source.io(e)))?.len();
+    if len < at.end {
+        return Err(Some(ImportError::Io {
+            file: source.file.clone(),
+            message: format!(
+                "`{}` ends past the end of the file ({} bytes, {len} now): it changed while it was imported",
+                at.name, at.end
+            ),
+        }));
+    }
+    file.seek(SeekFrom::Start(at.offset))
+        .map_err(|e| Some(source.io(e)))?;
+    Ok(file.take(at.end - at.offset))
+}
+
 struct ColumnSeed<'a> {
     name: &'static str,
     tx: &'a SyncSender<Message>,
+    /// Entries read already (by the fast read): read again, not sent.
+    skip: usize,
 }
 
 impl<'de> DeserializeSeed<'de> for ColumnSeed<'_> {
@@ -889,9 +921,9 @@ impl<'de> Visitor<'de> for ColumnSeed<'_> {
         }
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        let name = self.name;
+        let (name, skip) = (self.name, self.skip);
         match name {
-            "itls" => in_batches(&mut seq, self.tx, Batch::Gaps, |seq, index| {
+            "itls" => in_batches(&mut seq, self.tx, skip, Batch::Gaps, |seq, index| {
                 let mut values = Vec::new();
                 let seed = GapsOf {
                     values: &mut values,
@@ -904,12 +936,12 @@ impl<'de> Visitor<'de> for ColumnSeed<'_> {
                 }
             }),
             "generated_texts" | "errors" => {
-                in_batches(&mut seq, self.tx, Batch::Texts, |seq, i| {
+                in_batches(&mut seq, self.tx, skip, Batch::Texts, |seq, i| {
                     seq.next_element::<Option<String>>()
                         .map_err(|e| element_error(name, i, "a string", e))
                 })
             }
-            _ => in_batches(&mut seq, self.tx, Batch::Numbers, |seq, i| {
+            _ => in_batches(&mut seq, self.tx, skip, Batch::Numbers, |seq, i| {
                 seq.next_element::<Option<f64>>()
                     .map_err(|e| element_error(name, i, "a number", e))
             }),
@@ -917,11 +949,12 @@ impl<'de> Visitor<'de> for ColumnSeed<'_> {
     }
 }
 
-/// Reads entries with `next` (given each one's index) and sends them in batches of [`BATCH`];
-/// a receiver gone stops the read.
+/// Reads entries with `next` (given each one's index) and sends them in batches of [`BATCH`],
+/// all but the first `skip` (sent already); a receiver gone stops the read.
 fn in_batches<'de, A: SeqAccess<'de>, T>(
     seq: &mut A,
     tx: &SyncSender<Message>,
+    skip: usize,
     wrap: fn(Vec<T>) -> Batch,
     mut next: impl FnMut(&mut A, usize) -> Result<Option<T>, A::Error>,
 ) -> Result<(), A::Error> {
@@ -932,7 +965,9 @@ fn in_batches<'de, A: SeqAccess<'de>, T>(
     let mut batch = Vec::with_capacity(BATCH);
     let mut index = 0usize;
     while let Some(entry) = next(seq, index)? {
-        batch.push(entry);
+        if index >= skip {
+            batch.push(entry);
+        }
         index += 1;
         if batch.len() == BATCH {
             send(std::mem::replace(&mut batch, Vec::with_capacity(BATCH)))?;
@@ -1134,6 +1169,15 @@ mod tests {
 
     /// A generated result of `n` requests, written as vLLM's `json.dump` writes it.
     fn generated(n: usize, pretty: bool) -> String {
+        generated_with(n, pretty, &|_, _, value| value)
+    }
+
+    /// The same, each entry as `edit(column, index, entry)` writes it.
+    fn generated_with(
+        n: usize,
+        pretty: bool,
+        edit: &dyn Fn(&str, usize, String) -> String,
+    ) -> String {
         let mut columns: Vec<(&str, Vec<String>)> = Vec::new();
         let list = |f: &dyn Fn(usize) -> String| (0..n).map(f).collect::<Vec<_>>();
         columns.push(("input_lens", list(&|i| format!("{}", 10 + i % 7))));
@@ -1173,6 +1217,11 @@ mod tests {
         let sep = if pretty { ",\n    " } else { ", " };
         let mut text = String::from("{\"date\": \"20260115-103000\", \"request_rate\": 4.0, \"duration\": 9.5, \"completed\": 1");
         for (name, values) in columns {
+            let values: Vec<String> = values
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| edit(name, i, v))
+                .collect();
             text.push_str(&format!(", \"{name}\": [{}]", values.join(sep)));
         }
         text.push('}');
@@ -1203,6 +1252,52 @@ mod tests {
             let got =
                 streamed(text.as_bytes()).unwrap_or_else(|| panic!("{what}: the scan gave up"));
             assert_eq!(got, expected, "{what}");
+        }
+    }
+
+    #[test]
+    fn what_the_fast_read_does_not_take_is_read_and_named_as_before() {
+        // Past the first batches, so that entries sent already are skipped, not sent again.
+        // Valid JSON, longer than the fast read takes: 10 and 0.001.
+        let long = format!("10.{}", "0".repeat(300));
+        let long_gap = format!("0.001{}", "0".repeat(300));
+        let cases: Vec<(&str, &str, usize, String)> = vec![
+            (
+                "a number too long for the fast read",
+                "input_lens",
+                2500,
+                long.clone(),
+            ),
+            ("one in a gap", "itls", 2100, format!("[0.5, {long_gap}]")),
+            ("a leading zero", "input_lens", 2500, "010".into()),
+            ("out of range", "ttfts", 1500, "1e400".into()),
+            ("a string", "latencies", 1024, "\"0.5\"".into()),
+            ("not Python's token", "ttfts", 2047, "NaNx".into()),
+            ("true in a gap", "itls", 1030, "[0.01, true]".into()),
+            ("a nested array", "itls", 2999, "[[0.01]]".into()),
+        ];
+        for (what, column, index, entry) in cases {
+            // Python tokens before and after, so that their count survives a second read. One
+            // entry a line: the in-memory read counts columns after a `NaN` it read as `null`.
+            let text = generated_with(3000, true, &|name, i, value| {
+                if name == column && i == index {
+                    entry.clone()
+                } else if name == "ttfts" && i % 500 == 7 {
+                    "NaN".into()
+                } else {
+                    value
+                }
+            });
+            let expected = in_memory(text.as_bytes());
+            let got = streamed(text.as_bytes()).unwrap_or_else(|| panic!("{what}: not laid out"));
+            assert_eq!(got, expected, "{what}");
+            if what.starts_with("a number") || what.starts_with("one") {
+                let (_, _, warnings) = expected.expect("a long number is JSON");
+                assert!(
+                    warnings[0].message.starts_with("6 NaN/Infinity"),
+                    "{what}: {warnings:?}"
+                );
+            }
         }
     }
 
