@@ -2,8 +2,8 @@
 //! whatever the server does) and the closed loop (N workers, each sends its next request when
 //! its previous one ends). Every planned request comes back as exactly one record.
 
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -71,7 +71,6 @@ pub struct RunOutcome {
 }
 
 enum Event {
-    Spawned(AbortHandle),
     Dispatched { index: u32, dispatch_ms: f64 },
     Finished(Box<RequestRecord>),
     DispatcherDone,
@@ -99,6 +98,8 @@ pub async fn run_open_loop(
     let clock = RunClock::start();
     let drain_at = clock.started_at() + plan.duration + plan.drain;
     let (tx, mut rx) = mpsc::unbounded_channel();
+    let sent = Arc::new(Sent::new(planned));
+    let spawned = Arc::new(Mutex::new(Vec::with_capacity(planned)));
 
     let dispatcher = Dispatcher {
         runtime: tokio::runtime::Handle::current(),
@@ -111,6 +112,8 @@ pub async fn run_open_loop(
         cancel: cancel.clone(),
         clock,
         tx,
+        sent: sent.clone(),
+        spawned: spawned.clone(),
     };
     std::thread::Builder::new()
         .name("kvgate-dispatch".into())
@@ -119,39 +122,45 @@ pub async fn run_open_loop(
 
     let mut reporter = Reporter::new(progress, Some(planned as u32), clock);
     let mut records: Vec<Option<RequestRecord>> = vec![None; planned];
-    let mut dispatched: Vec<Option<f64>> = vec![None; planned];
-    let mut aborts = Vec::with_capacity(planned);
-    let mut dispatcher_done = false;
+    // The tasks spawned, once the dispatcher is done.
+    let mut all_spawned: Option<usize> = None;
     let mut finished = 0usize;
     let give_up = tokio::time::Instant::from_std(drain_at + STRAGGLER_GRACE);
     let mut tick = tokio::time::interval(PROGRESS_INTERVAL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
 
-    while !(dispatcher_done && finished == aborts.len()) {
+    while all_spawned != Some(finished) {
         tokio::select! {
             event = rx.recv() => match event {
-                Some(Event::Spawned(abort)) => aborts.push(abort),
-                Some(Event::Dispatched { index, dispatch_ms }) => {
-                    dispatched[index as usize] = Some(dispatch_ms);
-                    reporter.sent += 1;
-                    reporter.changed();
-                }
                 Some(Event::Finished(record)) => {
                     finished += 1;
+                    reporter.sent = sent.count();
                     reporter.finish(&record);
                     let index = record.index as usize;
                     records[index] = Some(*record);
                 }
-                Some(Event::DispatcherDone) => dispatcher_done = true,
+                Some(Event::DispatcherDone) => {
+                    all_spawned = Some(spawned.lock().expect("spawned tasks").len());
+                }
+                Some(Event::Dispatched { .. }) => {}
                 None => break,
             },
-            _ = tick.tick() => reporter.tick(),
+            _ = tick.tick() => {
+                let now = sent.count();
+                if now != reporter.sent {
+                    reporter.sent = now;
+                    reporter.changed();
+                } else {
+                    reporter.tick();
+                }
+            }
             _ = tokio::time::sleep_until(give_up) => break,
         }
     }
-    for abort in &aborts {
+    for abort in spawned.lock().expect("spawned tasks").iter() {
         abort.abort();
     }
+    let dispatched: Vec<Option<f64>> = (0..planned).map(|i| sent.at(i)).collect();
     let records = account_for_all(records, &dispatched, &offsets, &item_ids, &prompts);
     reporter.emit_final(&records);
     Ok(RunOutcome {
@@ -173,10 +182,60 @@ struct Dispatcher {
     cancel: CancellationToken,
     clock: RunClock,
     tx: mpsc::UnboundedSender<Event>,
+    sent: Arc<Sent>,
+    spawned: Arc<Mutex<Vec<AbortHandle>>>,
+}
+
+/// When each request of an open loop left, written by its task. The collecting task is not
+/// woken for it: at thousands of requests a second, each wake-up is CPU that the dispatcher and
+/// the request tasks wait for on a small machine.
+struct Sent {
+    /// Run-clock milliseconds as `f64` bits; [`Sent::NONE`] until the request leaves.
+    at: Box<[AtomicU64]>,
+    count: AtomicU32,
+}
+
+impl Sent {
+    /// A NaN, which no dispatch time is.
+    const NONE: u64 = u64::MAX;
+
+    fn new(planned: usize) -> Sent {
+        Sent {
+            at: (0..planned).map(|_| AtomicU64::new(Sent::NONE)).collect(),
+            count: AtomicU32::new(0),
+        }
+    }
+
+    fn record(&self, index: u32, dispatch_ms: f64) {
+        self.at[index as usize].store(dispatch_ms.to_bits(), Ordering::Relaxed);
+        self.count.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn at(&self, index: usize) -> Option<f64> {
+        let bits = self.at[index].load(Ordering::Relaxed);
+        (bits != Sent::NONE).then(|| f64::from_bits(bits))
+    }
+
+    fn count(&self) -> u32 {
+        self.count.load(Ordering::Relaxed)
+    }
+}
+
+/// Asks the kernel to wake this thread from its sleeps as close to the asked time as it can. By
+/// default Linux may let a sleep run up to 50 µs long, to wake several threads at once; behind
+/// every one of thousands of arrivals a second, that slack is lag.
+fn precise_wake_ups() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: PR_SET_TIMERSLACK changes only the calling thread's timer slack (in ns); it
+    // reads no memory of ours.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
+    }
 }
 
 impl Dispatcher {
     fn run(self) {
+        precise_wake_ups();
         let kinds = self.bodies.len();
         for (i, &planned_ms) in self.offsets.iter().enumerate() {
             if !self.wait_until(self.clock.instant_at(planned_ms)) {
@@ -191,13 +250,17 @@ impl Dispatcher {
                 drain_at: Some(self.drain_at),
                 cancel: Some(self.cancel.clone()),
             };
-            let task = self.runtime.spawn(request_task(
+            let task = self.runtime.spawn(open_request_task(
                 self.client.clone(),
                 attempt,
                 self.clock,
                 self.tx.clone(),
+                self.sent.clone(),
             ));
-            let _ = self.tx.send(Event::Spawned(task.abort_handle()));
+            self.spawned
+                .lock()
+                .expect("spawned tasks")
+                .push(task.abort_handle());
         }
         let _ = self.tx.send(Event::DispatcherDone);
     }
@@ -217,20 +280,16 @@ impl Dispatcher {
     }
 }
 
-async fn request_task(
+/// A request of the open loop: its dispatch time goes to `sent`, its record to `tx`.
+async fn open_request_task(
     client: Client,
     attempt: Attempt,
     clock: RunClock,
     tx: mpsc::UnboundedSender<Event>,
+    sent: Arc<Sent>,
 ) {
     let index = attempt.index;
-    let on_dispatch = {
-        let tx = tx.clone();
-        move || {
-            let dispatch_ms = clock.now_ms();
-            let _ = tx.send(Event::Dispatched { index, dispatch_ms });
-        }
-    };
+    let on_dispatch = move || sent.record(index, clock.now_ms());
     let record = client.execute(attempt, &clock, on_dispatch).await;
     let _ = tx.send(Event::Finished(Box::new(record)));
 }
@@ -306,7 +365,7 @@ pub async fn run_closed_loop(
                     }
                     records[index] = Some(*record);
                 }
-                Some(Event::Spawned(_)) | Some(Event::DispatcherDone) => {}
+                Some(Event::DispatcherDone) => {}
                 None => break,
             },
             _ = tick.tick() => reporter.tick(),
@@ -495,5 +554,23 @@ impl<F: FnMut(RunProgress)> Reporter<F> {
             failed: self.failed,
             elapsed_ms: self.clock.now_ms(),
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Sent;
+
+    #[test]
+    fn a_request_has_a_dispatch_time_only_once_it_left() {
+        let sent = Sent::new(3);
+        assert_eq!((sent.at(0), sent.at(2), sent.count()), (None, None, 0));
+        // Zero is a time (the run's first instant), not "not sent".
+        sent.record(0, 0.0);
+        sent.record(2, 12.5);
+        assert_eq!(
+            (sent.at(0), sent.at(1), sent.at(2), sent.count()),
+            (Some(0.0), None, Some(12.5), 2)
+        );
     }
 }
