@@ -445,13 +445,18 @@ mod tests {
         }
     }
 
-    fn read_numbers(text: &str, step: usize) -> (Fast, Vec<Option<f64>>) {
+    /// Everything `read` sends from `text` handed out `step` bytes a read, and how it ended.
+    fn read_with<T>(
+        text: &str,
+        step: usize,
+        read: impl FnOnce(Trickle<'_>, &mut dyn FnMut(Vec<T>) -> bool) -> io::Result<Fast>,
+    ) -> (Fast, Vec<T>) {
         let mut got = Vec::new();
         let input = Trickle {
             bytes: text.as_bytes(),
             step,
         };
-        let fast = numbers(input, 0, |batch| {
+        let fast = read(input, &mut |batch| {
             got.extend(batch);
             true
         })
@@ -459,18 +464,12 @@ mod tests {
         (fast, got)
     }
 
+    fn read_numbers(text: &str, step: usize) -> (Fast, Vec<Option<f64>>) {
+        read_with(text, step, |input, send| numbers(input, 0, send))
+    }
+
     fn read_gaps(text: &str, step: usize) -> (Fast, Vec<Vec<f64>>) {
-        let mut got = Vec::new();
-        let input = Trickle {
-            bytes: text.as_bytes(),
-            step,
-        };
-        let fast = gaps(input, 0, |batch| {
-            got.extend(batch);
-            true
-        })
-        .unwrap();
-        (fast, got)
+        read_with(text, step, |input, send| gaps(input, 0, send))
     }
 
     #[test]
