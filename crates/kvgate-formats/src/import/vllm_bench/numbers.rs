@@ -1,7 +1,7 @@
 //! A numeric column of a vLLM result read straight from the file's bytes.
 //!
-//! Nearly all of a result's bytes are its per-request numbers (`ttfts`, `itls`, …). Read through
-//! [`super::super::pyjson::PyJsonReader`] and serde_json's reader, each byte is copied twice
+//! Most of a result's bytes are its per-request numbers (`ttfts`, `itls`, …). Read through
+//! [`crate::import::pyjson::PyJsonReader`] and serde_json's reader, each byte is copied twice
 //! and each number is parsed with its line and column counted. [`numbers`] and [`gaps`] read
 //! the array's bytes once and take only what JSON allows there, plus Python's `NaN`,
 //! `Infinity` and `-Infinity` (absent, counted as the reader would count them): numbers by
