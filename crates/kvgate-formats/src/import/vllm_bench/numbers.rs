@@ -14,7 +14,7 @@
 
 use std::io::{self, Read};
 
-use super::stream::BATCH;
+use super::stream::{word_byte, BATCH};
 
 /// What a fast read of a column ended with.
 #[derive(Debug, PartialEq)]
@@ -118,11 +118,6 @@ impl<R: Read> Bytes<R> {
     }
 }
 
-/// What a number, `true`, `false`, `null` or Python's `NaN` / `Infinity` is made of.
-const fn word_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || matches!(b, b'-' | b'+' | b'.')
-}
-
 /// One entry of a numeric array.
 #[derive(Debug, PartialEq)]
 enum Word {
@@ -142,7 +137,7 @@ fn read_word(word: &[u8]) -> Option<Word> {
 
 /// A JSON number as the nearest finite `f64`; `None` for anything JSON's grammar refuses, or
 /// out of range.
-pub(super) fn number(word: &[u8]) -> Option<f64> {
+fn number(word: &[u8]) -> Option<f64> {
     let digits_from = |mut i: usize| {
         while word.get(i).is_some_and(u8::is_ascii_digit) {
             i += 1;

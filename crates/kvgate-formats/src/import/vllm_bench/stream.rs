@@ -116,7 +116,7 @@ struct Scanner {
 struct Unsure;
 
 /// What a number, `true`, `false`, `null` or Python's `NaN` / `Infinity` is made of.
-const fn word_byte(b: u8) -> bool {
+pub(super) const fn word_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'-' | b'+' | b'.')
 }
 
