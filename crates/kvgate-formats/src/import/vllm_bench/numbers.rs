@@ -118,19 +118,22 @@ impl<R: Read> Bytes<R> {
     }
 }
 
-/// One entry of a numeric array.
+/// One entry of a numeric array: a number, or absent (`null`, or a Python token).
 #[derive(Debug, PartialEq)]
 enum Word {
     Number(f64),
     Null,
-    /// `NaN`, `Infinity` or `-Infinity`.
-    Python,
 }
 
-fn read_word(word: &[u8]) -> Option<Word> {
+/// The entry `word` is; a Python token (`NaN`, `Infinity`, `-Infinity`) reads as `null` and is
+/// counted in `python`, as [`crate::import::pyjson::PyJsonReader`] counts it.
+fn read_word(word: &[u8], python: &mut u64) -> Option<Word> {
     match word {
         b"null" => Some(Word::Null),
-        b"NaN" | b"Infinity" | b"-Infinity" => Some(Word::Python),
+        b"NaN" | b"Infinity" | b"-Infinity" => {
+            *python += 1;
+            Some(Word::Null)
+        }
         _ => number(word).map(Word::Number),
     }
 }
@@ -185,10 +188,11 @@ fn number(word: &[u8]) -> Option<f64> {
     value.is_finite().then_some(value)
 }
 
-/// The number, `null` or Python token at the current byte, consumed; `None`: not taken.
-fn scalar<R: Read>(bytes: &mut Bytes<R>) -> io::Result<Option<Word>> {
+/// The number, `null` or Python token at the current byte, consumed (a Python token counted in
+/// `python`); `None`: not taken.
+fn scalar<R: Read>(bytes: &mut Bytes<R>, python: &mut u64) -> io::Result<Option<Word>> {
     match bytes.peek()? {
-        Some(b) if word_byte(b) => Ok(bytes.word()?.and_then(read_word)),
+        Some(b) if word_byte(b) => Ok(bytes.word()?.and_then(|w| read_word(w, python))),
         _ => Ok(None),
     }
 }
@@ -268,15 +272,10 @@ pub(super) fn numbers(
     send: impl FnMut(Vec<Option<f64>>) -> bool,
 ) -> io::Result<Fast> {
     let entry = |bytes: &mut Bytes<_>, python: &mut u64| {
-        Ok(match scalar(bytes)? {
-            Some(Word::Number(v)) => Some(Some(v)),
-            Some(Word::Null) => Some(None),
-            Some(Word::Python) => {
-                *python += 1;
-                Some(None)
-            }
-            None => None,
-        })
+        Ok(scalar(bytes, python)?.map(|word| match word {
+            Word::Number(v) => Some(v),
+            Word::Null => None,
+        }))
     };
     column(input, capacity, entry, send)
 }
@@ -290,24 +289,16 @@ pub(super) fn gaps(
 ) -> io::Result<Fast> {
     let entry = |bytes: &mut Bytes<_>, python: &mut u64| {
         if bytes.peek()? != Some(b'[') {
-            return Ok(match scalar(bytes)? {
+            return Ok(match scalar(bytes, python)? {
                 Some(Word::Null) => Some(Vec::new()),
-                Some(Word::Python) => {
-                    *python += 1;
-                    Some(Vec::new())
-                }
                 _ => None,
             });
         }
         let mut gaps = Vec::new();
         let whole = array(bytes, |bytes| {
-            gaps.push(match scalar(bytes)? {
+            gaps.push(match scalar(bytes, python)? {
                 Some(Word::Number(v)) => v,
                 Some(Word::Null) => f64::NAN,
-                Some(Word::Python) => {
-                    *python += 1;
-                    f64::NAN
-                }
                 None => return Ok(false),
             });
             Ok(true)
