@@ -314,7 +314,7 @@ async fn write_streamed_import<R, F>(
     keep_going: &(dyn Fn(u64) -> bool + Send + Sync),
 ) -> Result<(ImportRecord, Vec<RunRecord>), StoreError>
 where
-    R: RequestRowSource + Sync + Send,
+    R: RequestRowSource + Sync + Send + 'static,
     F: std::future::Future<Output = Result<String, StoreError>> + Send,
 {
     refuse_same_file(tx, import).await?;
@@ -345,6 +345,9 @@ where
                 write_requests(tx, run_id, &batch, &|n| keep_going(base + n), &mut columns).await?;
                 rows_before += batch.len() as u64;
                 got += batch.len() as u64;
+                // Freed beside the insert: a batch's outputs and chunk times are thousands of
+                // allocations, and this thread is the import's slowest.
+                tokio::task::spawn_blocking(move || drop(batch));
             }
             if got != rows.rows {
                 short = true;
@@ -437,7 +440,7 @@ impl Store {
         keep_going: &(dyn Fn(u64) -> bool + Send + Sync),
     ) -> Result<(ImportRecord, Vec<RunRecord>), StoreError>
     where
-        R: RequestRowSource + Sync + Send,
+        R: RequestRowSource + Sync + Send + 'static,
         F: std::future::Future<Output = Result<String, StoreError>> + Send,
     {
         let mut conn = self.bulk_connection().await?;
