@@ -8,6 +8,7 @@
 //! queries only, so builds never need a database.
 
 mod error;
+mod feeders;
 mod imports;
 mod manifests;
 mod measured;
@@ -24,6 +25,7 @@ pub mod study_input;
 mod versions;
 
 pub use error::StoreError;
+pub use feeders::yield_to_inserts;
 pub use imports::{AggregateRow, ImportRecord, ImportedRun, NewImport, StreamedRows};
 pub use manifests::ManifestRecord;
 pub use measured::{

@@ -927,7 +927,7 @@ async fn write_finish(
 ///
 /// A prepared statement of `REQUEST_BATCH` rows is stepped through SQLite's own API, each text
 /// bound where it lies, while another thread converts the rows ahead (checks, chunk times and
-/// verdict to JSON): through sqlx every value would be copied into its arguments, and each
+/// verdict to JSON), below it in priority ([`crate::yield_to_inserts`]): through sqlx every value would be copied into its arguments, and each
 /// statement would cross to the connection's thread and back.
 pub(crate) async fn write_requests<R: RequestRowSource + Sync>(
     tx: &mut Transaction<'_, Sqlite>,
@@ -969,6 +969,7 @@ unsafe fn write_locked<R: RequestRowSource + Sync>(
     std::thread::scope(|scope| {
         let (converted, rows) = std::sync::mpsc::sync_channel(2);
         scope.spawn(move || {
+            crate::yield_to_inserts();
             for chunk in requests.chunks(REQUEST_BATCH) {
                 let rows: Result<Vec<RequestRow>, StoreError> = chunk
                     .iter()

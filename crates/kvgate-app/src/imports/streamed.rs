@@ -100,13 +100,15 @@ pub(super) async fn store(
     }
     // Why the rows stopped, when they did.
     let failure: Arc<Mutex<Option<AppError>>> = Arc::new(Mutex::new(None));
+    // Both run below the store's inserting thread, the import's slowest, and so do the column
+    // readers the producer starts.
     let producer = {
         let path = path.clone();
-        tokio::task::spawn_blocking(move || produce(file, &path, senders))
+        feeder("import rows", move || produce(file, &path, senders))
     };
     let hasher = {
         let path = path.clone();
-        tokio::task::spawn_blocking(move || hash_file(&path))
+        feeder("import hash", move || hash_file(&path))
     };
     let finish = {
         let failure = failure.clone();
@@ -116,11 +118,8 @@ pub(super) async fn store(
                 *failure.lock().expect("import failure") = Some(e);
                 StoreError::SourceStopped
             };
-            let joined = |e: tokio::task::JoinError| {
-                AppError::new(ErrorCode::Internal, format!("reading the rows failed: {e}"))
-            };
-            let produced = producer.await.map_err(joined).and_then(|r| r);
-            let now = hasher.await.map_err(joined).and_then(|r| r).map_err(fail)?;
+            let produced = producer.await;
+            let now = hasher.await.map_err(fail)?;
             // A file that changed is named as such, whatever its rows then looked like.
             if now != expected {
                 return Err(fail(AppError::new(
@@ -149,6 +148,33 @@ pub(super) async fn store(
             .take()
             .unwrap_or_else(|| AppError::storage("the rows stopped coming"))),
         Err(e) => Err(e.into()),
+    }
+}
+
+/// Starts `work` now on a thread of its own that yields to the store's inserts
+/// ([`kvgate_store::yield_to_inserts`]; a pool's thread could not be given its priority back):
+/// its result, or why it gave none.
+fn feeder<T: Send + 'static>(
+    name: &'static str,
+    work: impl FnOnce() -> Result<T, AppError> + Send + 'static,
+) -> impl std::future::Future<Output = Result<T, AppError>> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let started = std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            kvgate_store::yield_to_inserts();
+            // Nobody waits any more when the import stopped first.
+            let _ = tx.send(work());
+        });
+    async move {
+        started
+            .map_err(|e| AppError::new(ErrorCode::Internal, format!("cannot start {name}: {e}")))?;
+        rx.await.map_err(|_| {
+            AppError::new(
+                ErrorCode::Internal,
+                format!("reading the rows failed: {name} ended without a result"),
+            )
+        })?
     }
 }
 
