@@ -3,9 +3,10 @@
 //! A large import is as fast as its inserting thread: SQLite's inserts run on that one thread,
 //! while the threads that read, check and convert the rows keep ahead of it with time to spare.
 //! On two cores, at equal priority, the inserting thread of a million-request import waited
-//! 1.6–1.9 s of about 9 s to run while those threads ran instead (`run` and `runq-wait` of
-//! `/proc/<pid>/task/<tid>/schedstat`); with them at a lower priority it waited 1.2 s and the
-//! import took about 5 % less time (`make bench`'s file, `kvgate import`, runs alternating).
+//! 1.3–1.9 s of about 9 s to run while those threads ran instead (`run` and `runq-wait` of
+//! `/proc/<pid>/task/<tid>/schedstat`); with them at a lower priority it waited 0.9–1.2 s, and
+//! the import took 1.5–5 % less time (`make bench`'s file, `kvgate import`, three runs of each
+//! build alternating, twice).
 
 /// The nice increment of a thread that feeds rows to an inserting thread: a weight about a
 /// tenth of a thread at the default priority's, so it runs beside the inserting thread, on

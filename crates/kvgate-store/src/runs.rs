@@ -926,9 +926,10 @@ async fn write_finish(
 /// ones are handed to `columns`.
 ///
 /// A prepared statement of `REQUEST_BATCH` rows is stepped through SQLite's own API, each text
-/// bound where it lies, while another thread converts the rows ahead (checks, chunk times and
-/// verdict to JSON), below it in priority ([`crate::yield_to_inserts`]): through sqlx every value would be copied into its arguments, and each
-/// statement would cross to the connection's thread and back.
+/// bound where it lies, while another thread, below this one in priority
+/// ([`crate::yield_to_inserts`]), converts the rows ahead (checks, chunk times and verdict to
+/// JSON): through sqlx every value would be copied into its arguments, and each statement would
+/// cross to the connection's thread and back.
 pub(crate) async fn write_requests<R: RequestRowSource + Sync>(
     tx: &mut Transaction<'_, Sqlite>,
     run_id: i64,
