@@ -14,38 +14,44 @@
 #[cfg(target_os = "linux")]
 const FEEDER_NICE: i32 = 10;
 
-/// Lowers the calling thread's scheduling priority (its nice value, by 10) for the rest of its
-/// life; the threads it starts afterwards inherit it. For a thread of its own that only feeds
-/// rows to a write transaction: an unprivileged thread cannot raise its priority back, so never
-/// call it on a pool's thread. Does nothing where threads have no priority of their own
+/// Lowers the calling thread's scheduling priority (its nice value, by [`FEEDER_NICE`]) for the
+/// rest of its life; the threads it starts afterwards inherit it. For a thread of its own that
+/// only feeds rows to a write transaction: an unprivileged thread cannot raise its priority back,
+/// so never call it on a pool's thread. Does nothing where threads have no priority of their own
 /// (outside Linux), or if the system refuses.
 pub fn yield_to_inserts() {
     #[cfg(target_os = "linux")]
-    // SAFETY: system calls on the calling thread's own id, with no memory handed over. A
-    // refusal (which raising a nice value never is for the thread itself) changes nothing.
-    unsafe {
-        let tid = libc::gettid() as libc::id_t;
-        // `getpriority` may return -1 as a value; errno tells a failure apart.
-        *libc::__errno_location() = 0;
-        let now = libc::getpriority(libc::PRIO_PROCESS, tid);
-        if *libc::__errno_location() == 0 {
-            libc::setpriority(libc::PRIO_PROCESS, tid, now + FEEDER_NICE);
+    if let Some(now) = own_nice() {
+        // SAFETY: a system call on the calling thread's own id, with no memory handed over; a
+        // refusal changes nothing.
+        unsafe {
+            libc::setpriority(
+                libc::PRIO_PROCESS,
+                libc::gettid() as libc::id_t,
+                now + FEEDER_NICE,
+            );
         }
+    }
+}
+
+/// The calling thread's nice value; `None` if the system does not say.
+#[cfg(target_os = "linux")]
+fn own_nice() -> Option<i32> {
+    // SAFETY: reads the calling thread's own priority. `getpriority` may return -1 as a value,
+    // so errno, cleared before, tells a failure apart.
+    unsafe {
+        *libc::__errno_location() = 0;
+        let now = libc::getpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t);
+        (*libc::__errno_location() == 0).then_some(now)
     }
 }
 
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
-    use super::yield_to_inserts;
+    use super::{own_nice, yield_to_inserts};
 
     fn nice() -> i32 {
-        // SAFETY: reads the calling thread's own priority.
-        unsafe {
-            *libc::__errno_location() = 0;
-            let n = libc::getpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t);
-            assert_eq!(*libc::__errno_location(), 0, "getpriority failed");
-            n
-        }
+        own_nice().expect("getpriority of this thread")
     }
 
     #[test]
