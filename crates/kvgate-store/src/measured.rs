@@ -34,8 +34,9 @@ pub struct MeasuredRequest<'a> {
     pub engine_itl_ms: Option<f64>,
 }
 
-// Every column read is in the covering index `run_requests_measured`, so the read never touches
-// the table's rows (outputs, chunk times): a test holds the query plan to it. The engine's
+// The rows are read through the requests' primary key. The analysis reads a finished run's
+// columns instead (`run_columns`); these queries serve the runs finished before those existed,
+// the columns' own writing when a run's rows came out of order, and tests. The engine's
 // per-token time is its own column, written with the row (see `runs::engine_itl_ms`).
 // Ordered by `r.id` (equal to `q.run_id` by the join) so SQLite walks the runs index and the
 // requests' primary key in order instead of sorting every row in a temporary B-tree.

@@ -755,7 +755,8 @@ unsafe fn refused(
 
 /// The engine's own per-token time out of its timings object (llama.cpp's
 /// `predicted_per_token_ms`), read only when a number: a text or another shape is no
-/// measurement. Stored beside the timings so the analysis reads it from the covering index.
+/// measurement. Stored beside the timings, and in the run's columns, so the analysis reads it
+/// without parsing them.
 pub(crate) fn engine_itl_ms(timings: Option<&serde_json::Value>) -> Option<f64> {
     timings?
         .get("predicted_per_token_ms")
