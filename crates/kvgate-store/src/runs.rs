@@ -939,6 +939,9 @@ pub(crate) async fn write_requests<R: RequestRowSource + Sync>(
     columns: &mut RunColumns,
 ) -> Result<(), StoreError> {
     if !requests.is_empty() {
+        // Once for all the rows: the rows are written without the per-row trigger that checks it
+        // (see `TriggersOff`).
+        require_running(tx, run_id).await?;
         let mut handle = tx.lock_handle().await?;
         let db = handle.as_raw_handle().as_ptr();
         // SAFETY: `db` is a valid handle, locked for this thread until `handle` is dropped, and
@@ -962,6 +965,8 @@ unsafe fn write_locked<R: RequestRowSource + Sync>(
     keep_going: &(dyn Fn(u64) -> bool + Send + Sync),
     columns: &mut RunColumns,
 ) -> Result<(), StoreError> {
+    // Declared before the statements, so dropped after they are finalized.
+    let _triggers = TriggersOff::off(db)?;
     let what = "preparing the requests' insert";
     let one = prepare(db, INSERT_REQUEST.as_str(), what)?;
     let batch = match requests.len() >= REQUEST_BATCH {
@@ -1035,6 +1040,58 @@ unsafe fn write_locked<R: RequestRowSource + Sync>(
         }
         Ok(())
     })
+}
+
+/// Turns the triggers of connection `db` off, or back on: SQLite's answer, whether they are on.
+///
+/// SAFETY: `db` is a valid handle locked for this thread.
+unsafe fn set_triggers(db: *mut ffi::sqlite3, on: bool) -> (c_int, bool) {
+    let mut now: c_int = -1;
+    let rc = ffi::sqlite3_db_config(
+        db,
+        ffi::SQLITE_DBCONFIG_ENABLE_TRIGGER,
+        c_int::from(on),
+        &mut now as *mut c_int,
+    );
+    (rc, now == 1)
+}
+
+/// The triggers of one connection, off while a run's requests are inserted on it, and on again
+/// however that ends.
+///
+/// On every row, `run_requests_finished_no_insert` looks up the state of the row's run: about a
+/// sixth of the inserting thread's time at a million rows. Every row [`write_locked`] inserts
+/// belongs to one run, which [`write_requests`] found running in the same write transaction;
+/// no other connection can write before it commits, and nothing else runs on this one while the
+/// rows are inserted. So that lookup is made once, not once per row. The statements prepared
+/// while the triggers are off (the inserts) are finalized before they are on again; turning them
+/// on or off makes SQLite prepare every other statement of the connection again before its next
+/// use, so none of them runs without its triggers. The other connections keep theirs throughout,
+/// and the foreign key to the run and every CHECK still hold on each row.
+struct TriggersOff(*mut ffi::sqlite3);
+
+impl TriggersOff {
+    /// SAFETY: `db` is a valid handle, locked for this thread until the value is dropped.
+    unsafe fn off(db: *mut ffi::sqlite3) -> Result<TriggersOff, StoreError> {
+        match set_triggers(db, false) {
+            (ffi::SQLITE_OK, false) => Ok(TriggersOff(db)),
+            _ => {
+                set_triggers(db, true);
+                Err(sqlite_error(db, "turning the connection's triggers off"))
+            }
+        }
+    }
+}
+
+impl Drop for TriggersOff {
+    fn drop(&mut self) {
+        // SAFETY: the handle is still locked for this thread (see `off`).
+        if unsafe { set_triggers(self.0, true) } != (ffi::SQLITE_OK, true) {
+            // A connection must never go back to the pool without its triggers.
+            eprintln!("kvgate: SQLite did not turn a connection's triggers back on; stopping");
+            std::process::abort();
+        }
+    }
 }
 
 pub(crate) async fn write_evidence(
@@ -1451,6 +1508,100 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kvgate_core::study::{NewStudy, Provenance};
+
+    /// The rows go in with the triggers off, so the one lookup of the run's state is all that
+    /// stands between them and a finished run: a run finished earlier in the same transaction
+    /// gets none of them, and its transaction can still commit what it wrote before.
+    #[tokio::test]
+    async fn requests_are_refused_under_a_run_finished_in_the_same_transaction() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("w.sqlite")).await.unwrap();
+        let new = NewStudy {
+            name: "s".into(),
+            description: String::new(),
+        };
+        let sid = store.insert_study(&new, Provenance::User).await.unwrap().id;
+        store.save_manifest_draft(sid, "C1", "{}").await.unwrap();
+        let digest = "0".repeat(64);
+        let mid = store
+            .freeze_manifest(sid, "C1", r#"{"cell":"C1"}"#, &digest)
+            .await
+            .unwrap()
+            .id;
+        let run = NewRun {
+            study_id: sid,
+            manifest_id: mid,
+            kind: RunKind::Load,
+            label: "load".into(),
+            provenance: RunProvenance::Recorded,
+            config_json: "{}".into(),
+            config_sha256: digest.clone(),
+            wall_anchor_unix_ms: 0,
+            started_at: "2026-12-01T10:00:00.000Z".into(),
+            owner_pid: None,
+        };
+        let requests: Vec<StoredRequest> = (0..300)
+            .map(|index| StoredRequest {
+                record: RequestRecord {
+                    index,
+                    item_id: None,
+                    prompt_sha256: None,
+                    planned_arrival_ms: f64::from(index),
+                    dispatch_ms: None,
+                    client_delay_ms: None,
+                    first_token_ms: None,
+                    chunk_times_ms: Vec::new(),
+                    finish_ms: None,
+                    status: RequestStatus::Unfinished,
+                    http_status: None,
+                    error: None,
+                    output_text: String::new(),
+                    prompt_tokens: None,
+                    completion_tokens: None,
+                    cached_prompt_tokens: None,
+                    finish_reason: None,
+                    engine_timings: None,
+                },
+                repeat: 0,
+                warmup: false,
+                verdict: None,
+            })
+            .collect();
+        let mut tx = store.pool.begin_with("BEGIN IMMEDIATE").await.unwrap();
+        let run_id = insert_run(&mut tx, &run).await.unwrap();
+        let mut columns = RunColumns::new(run_id);
+        write_requests(&mut tx, run_id, &requests[..100], &|_| true, &mut columns)
+            .await
+            .unwrap();
+        write_final_state(
+            &mut tx,
+            run_id,
+            columns,
+            RunState::Cancelled,
+            "2026-12-01T10:01:00.000Z",
+            Some(1.0),
+            None,
+            None,
+        )
+        .await
+        .unwrap();
+        let mut more = RunColumns::new(run_id);
+        let err = write_requests(&mut tx, run_id, &requests[100..], &|_| true, &mut more)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, StoreError::Frozen { entity: "run", .. }),
+            "{err:?}"
+        );
+        tx.commit().await.unwrap();
+        let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM run_requests WHERE run_id = ?")
+            .bind(run_id)
+            .fetch_one(&store.pool)
+            .await
+            .unwrap();
+        assert_eq!(rows, 100);
+    }
 
     #[test]
     fn insert_statements_have_one_placeholder_per_written_column() {

@@ -815,6 +815,88 @@ async fn request_already_stored_for_a_running_run_is_named_and_nothing_is_kept()
     assert_eq!(children(&store, run.id).await, [1, 0, 0]);
 }
 
+/// A run's requests are inserted with the connection's triggers off, the run's state looked up
+/// once instead of on every row. However the write ends (stored, or refused half-way), every
+/// connection of the store refuses a row under a finished run again, and the write itself is
+/// refused once its run is finished.
+#[tokio::test]
+async fn every_connection_refuses_rows_under_a_finished_run_after_requests_are_written() {
+    let (_dir, store) = fresh().await;
+    let (sid, mid, _) = study(&store, "s").await;
+    let start = "2026-12-01T10:00:00.000Z";
+    let closed = store.create_run(&new_run(sid, mid, start)).await.unwrap();
+    finish(&store, closed.id).await;
+    // More rows than one batched statement holds, with a short batch after.
+    let many: Vec<StoredRequest> = (0..600).map(|i| stored(record(i), false, None)).collect();
+    let written = store.create_run(&new_run(sid, mid, start)).await.unwrap();
+    let finish_many = |id| {
+        let many = &many;
+        let store = &store;
+        async move {
+            store
+                .finish_run(
+                    id,
+                    RunState::Completed,
+                    Some(1.0),
+                    None,
+                    None,
+                    many,
+                    &evidence(),
+                    &[],
+                )
+                .await
+        }
+    };
+    finish_many(written.id).await.unwrap();
+    assert_eq!(children(&store, written.id).await, [600, 2, 0]);
+    let refused = store.create_run(&new_run(sid, mid, start)).await.unwrap();
+    sqlx::query(
+        "INSERT INTO run_requests (run_id, warmup, idx, repeat, status, planned_arrival_ms, \
+         output_text, chunk_times_json) VALUES (?, 0, 300, 0, 'ok', 0, '', '[]')",
+    )
+    .bind(refused.id)
+    .execute(store.pool())
+    .await
+    .unwrap();
+    let err = finish_many(refused.id).await.unwrap_err();
+    assert!(
+        matches!(&err, StoreError::Conflict { value, .. } if value == "300"),
+        "{err:?}"
+    );
+    // The write refused once its run is finished, before any row.
+    let err = finish_many(written.id).await.unwrap_err();
+    assert!(
+        matches!(&err, StoreError::Frozen { entity: "run", .. }),
+        "{err:?}"
+    );
+    assert_eq!(children(&store, written.id).await, [600, 2, 0]);
+
+    // Every connection the pool holds (at most four), the writer's among them.
+    let mut connections = Vec::new();
+    for _ in 0..4 {
+        connections.push(store.pool().acquire().await.unwrap());
+    }
+    for (n, connection) in connections.iter_mut().enumerate() {
+        for id in [closed.id, written.id] {
+            let err = sqlx::query(
+                "INSERT INTO run_requests (run_id, warmup, idx, repeat, status, \
+                 planned_arrival_ms, output_text, chunk_times_json) \
+                 VALUES (?, 0, 9999, 0, 'ok', 0, '', '[]')",
+            )
+            .bind(id)
+            .execute(&mut **connection)
+            .await
+            .unwrap_err();
+            assert!(
+                err.to_string().contains("run is finished"),
+                "connection {n}, run {id}: {err}"
+            );
+        }
+    }
+    drop(connections);
+    assert_eq!(children(&store, closed.id).await, [4, 2, 2]);
+}
+
 #[tokio::test]
 async fn finished_run_from_elsewhere_is_stored_whole_or_not_at_all() {
     let (_dir, store) = fresh().await;
