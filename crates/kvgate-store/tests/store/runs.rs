@@ -777,6 +777,19 @@ async fn finish_run_stores_many_requests() {
     assert_eq!(store.run_requests(run.id).await.unwrap(), expected);
 }
 
+/// A measured request `idx` of run `run_id`, stored by hand.
+async fn insert_row(store: &Store, run_id: i64, idx: i64) {
+    sqlx::query(
+        "INSERT INTO run_requests (run_id, warmup, idx, repeat, status, planned_arrival_ms, \
+         output_text, chunk_times_json) VALUES (?, 0, ?, 0, 'ok', 0, '', '[]')",
+    )
+    .bind(run_id)
+    .bind(idx)
+    .execute(store.pool())
+    .await
+    .unwrap();
+}
+
 #[tokio::test]
 async fn request_already_stored_for_a_running_run_is_named_and_nothing_is_kept() {
     let (_dir, store) = fresh().await;
@@ -785,14 +798,7 @@ async fn request_already_stored_for_a_running_run_is_named_and_nothing_is_kept()
         .create_run(&new_run(sid, mid, "2026-12-01T10:00:00.000Z"))
         .await
         .unwrap();
-    sqlx::query(
-        "INSERT INTO run_requests (run_id, warmup, idx, repeat, status, planned_arrival_ms, \
-         output_text, chunk_times_json) VALUES (?, 0, 17, 0, 'ok', 0, '', '[]')",
-    )
-    .bind(run.id)
-    .execute(store.pool())
-    .await
-    .unwrap();
+    insert_row(&store, run.id, 17).await;
     let many: Vec<StoredRequest> = (0..40).map(|i| stored(record(i), false, None)).collect();
     let err = store
         .finish_run(
@@ -850,14 +856,7 @@ async fn every_connection_refuses_rows_under_a_finished_run_after_requests_are_w
     finish_many(written.id).await.unwrap();
     assert_eq!(children(&store, written.id).await, [600, 2, 0]);
     let refused = store.create_run(&new_run(sid, mid, start)).await.unwrap();
-    sqlx::query(
-        "INSERT INTO run_requests (run_id, warmup, idx, repeat, status, planned_arrival_ms, \
-         output_text, chunk_times_json) VALUES (?, 0, 300, 0, 'ok', 0, '', '[]')",
-    )
-    .bind(refused.id)
-    .execute(store.pool())
-    .await
-    .unwrap();
+    insert_row(&store, refused.id, 300).await;
     let err = finish_many(refused.id).await.unwrap_err();
     assert!(
         matches!(&err, StoreError::Conflict { value, .. } if value == "300"),
