@@ -734,8 +734,7 @@ pub fn analyze_benchmark() -> Result<Vec<Row>, String> {
         };
         let [load_s, compute_s, json_s, app_first_s, app_again_s] = split;
         let mut target = String::new();
-        let met = |ok: bool| if ok { "met" } else { "MISSED" };
-        write!(target, "target < 1 s: {}", met(ours.seconds < 1.0)).expect("a String");
+        write!(target, "target < 1 s: {}", crate::met(ours.seconds < 1.0)).expect("a String");
         let ratio = theirs.seconds / ours.seconds;
         Ok(vec![
             row(
@@ -782,7 +781,7 @@ pub fn analyze_benchmark() -> Result<Vec<Row>, String> {
                 Some(1.0),
             ),
             Row {
-                benchmark: format!("target >= 10x pandas: {}", met(ratio >= 10.0)),
+                benchmark: format!("target >= 10x pandas: {}", crate::met(ratio >= 10.0)),
                 figure: ratio,
                 unit: "x",
                 anchor: "the issue: 10x".into(),

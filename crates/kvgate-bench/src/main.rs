@@ -47,6 +47,15 @@ impl Row {
     }
 }
 
+/// How a target row reads: "met", or "MISSED" to stand out in the table.
+fn met(ok: bool) -> &'static str {
+    if ok {
+        "met"
+    } else {
+        "MISSED"
+    }
+}
+
 /// One benchmark: the rows it measured, or why it could not run.
 type Bench = fn() -> Result<Vec<Row>, String>;
 
